@@ -1,0 +1,732 @@
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+"""The preflight checks as pure functions: facts in, ``{name, status, message, remedy}`` out.
+
+Inputs are the results of ``blackwell.sglang.gpu_facts`` (``_gpu.collect``), ``blackwell.sglang.toolchain_facts``
+(``_toolchain``), ``blackwell.sglang.host_facts`` (``_host.collect``) and a ``config`` dict built by the preflight
+role from its variables (see :data:`DEFAULT_CONFIG`). :func:`evaluate` runs every check and derives the service
+environment, extra launch arguments, build parallelism and the reboot flag. The filter
+``blackwell.sglang.preflight_evaluate`` exposes it to the role; nothing here touches the host.
+
+Statuses: ``pass``; ``warn`` (works, with a risk or a mitigation applied); ``fail`` (stop before installing);
+``skip`` (cannot be checked yet or does not apply, ``message`` says why, e.g. nvcc not installed yet or no GPU on a
+host where ``require_gpu`` is false).
+
+Every version comparison is on integer tuples or :mod:`packaging.version` (via ``_versions``); never strings.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import GIB, build_parallelism
+from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import driver_supports_cuda
+from ansible_collections.blackwell.sglang.plugins.module_utils._versions import major_minor, parse_torch_version
+
+PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
+STATUSES = (PASS, WARN, FAIL, SKIP)
+LOOPBACK_NO_PROXY = ("127.0.0.1", "localhost", "0.0.0.0", "::1")
+
+DEFAULT_CONFIG = {
+    "target_compute_capability": "12.0",
+    "require_gpu": True,
+    "cuda_version": "13.0",
+    "cuda_install_method": "apt",
+    "tp_size": 1,
+    "gpu_indices": None,
+    "min_disk_gb": 60,
+    "min_shm_gib": 1.0,
+    "p2p_opt_out": False,
+    "cmake_min_version": "3.31",
+    "cmake_policy_guards_patched": False,
+    "cmake_policy_version_minimum": "3.5",
+    "cmake_installed_by_build": True,
+    "build_gib_per_job": 8.0,
+    "build_headroom_gib": 16.0,
+    "build_max_jobs": None,
+    "build_gencodes": 1,
+    "supported_distributions": {
+        "apt": {"x86_64": ["ubuntu2204", "ubuntu2404", "debian12"], "aarch64": ["ubuntu2204", "ubuntu2404"]},
+    },
+    "apt_repo_arch": {"x86_64": "x86_64", "aarch64": "sbsa"},
+    "cuda_repo_slug": "",
+    "min_glibc": "2.28",
+    "distribution": {},
+    "model_path": "",
+    "model_path_required": True,
+    "geforce_pattern": r"GeForce",
+    "local_connection": False,
+    "inventory_hostname": "",
+    "extra_no_proxy": [],
+}
+
+
+def check(name, status, message, remedy=""):
+    """One check result. ``status`` is one of :data:`STATUSES`."""
+    if status not in STATUSES:
+        raise ValueError("unknown status %r" % status)
+    return {"name": name, "status": status, "message": message, "remedy": remedy or ""}
+
+
+def _cc_tuple(text):
+    try:
+        return major_minor(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _gpu_label(gpu):
+    return "GPU %s (%s, %s)" % (gpu.get("index"), gpu.get("name") or "unknown name", gpu.get("pci_bus_id") or "bus ?")
+
+
+def _gpu_status(cfg):
+    """Status for a GPU problem: fail when a GPU is required, else warn."""
+    return FAIL if cfg["require_gpu"] else WARN
+
+
+def tp_set(gpu, cfg):
+    """The GPUs the tensor-parallel group will use: ``gpu_indices`` if given, else the first ``tp_size`` by index."""
+    gpus = sorted(gpu.get("gpus") or [], key=lambda g: (g.get("index") is None, g.get("index")))
+    if cfg.get("gpu_indices"):
+        wanted = [int(i) for i in cfg["gpu_indices"]]
+        return [g for g in gpus if g.get("index") in wanted], wanted
+    return gpus[:max(1, int(cfg["tp_size"]))], None
+
+
+def has_target_gpu(gpu, cfg):
+    target = _cc_tuple(cfg["target_compute_capability"])
+    return any(_cc_tuple(g.get("compute_cap")) == target for g in gpu.get("gpus") or [] if g.get("compute_cap"))
+
+
+# --- GPU and driver ------------------------------------------------------------------------------------------------
+
+def check_nvidia_driver(gpu, cfg):
+    name = "nvidia_driver"
+    if gpu.get("gpu_count"):
+        return check(name, PASS, "nvidia-smi %s: driver %s, %d GPU(s)" % (
+            gpu.get("nvidia_smi"), gpu.get("driver_version") or "unknown", gpu["gpu_count"]))
+    reason = gpu.get("reason") or "no NVIDIA GPU found"
+    host = cfg.get("inventory_hostname") or "this host"
+    if not cfg["require_gpu"]:
+        return check(name, WARN, "no usable NVIDIA GPU on %s: %s; GPU checks are skipped because "
+                     "preflight_require_gpu is false" % (host, reason),
+                     "none needed for a build-only or sandbox host; GPU steps (probe, service start) will be skipped")
+    remedy = {
+        "too_old": "upgrade the NVIDIA driver to the 580 branch or newer (open kernel modules for Blackwell)",
+        "nvml_mismatch": "reboot the host (or unload and reload the nvidia kernel modules) to finish the driver "
+                         "upgrade",
+        "driver_not_loaded": "install the NVIDIA open kernel modules for the running kernel (check 'dkms status', "
+                             "linux-headers-$(uname -r)) and 'modprobe nvidia'",
+    }.get(gpu.get("error"), "install the NVIDIA driver (580 or newer, open kernel modules) or set "
+                            "preflight_require_gpu: false for a host without GPUs")
+    return check(name, FAIL, "no usable NVIDIA GPU on %s: %s" % (host, reason), remedy)
+
+
+def check_driver_cuda(gpu, cfg):
+    name = "driver_cuda"
+    if not gpu.get("gpu_count"):
+        return check(name, SKIP, "no GPU driver answered: %s" % (gpu.get("reason") or "no GPU"))
+    ok, detail = driver_supports_cuda(gpu.get("driver_version"), gpu.get("cuda_driver_version"),
+                                      cfg["cuda_version"])
+    if ok is None:
+        return check(name, WARN, detail, "check 'nvidia-smi -q' for the driver's CUDA version")
+    if ok:
+        return check(name, PASS, detail)
+    major = major_minor(cfg["cuda_version"])[0]
+    return check(name, FAIL, detail, "install a driver for CUDA %d (%s); for CUDA 13 that is the 580 branch or "
+                 "newer, open kernel modules" % (major, ">= 580.65.06" if major == 13 else "see the CUDA release notes"))
+
+
+def check_reboot_pending(gpu, cfg):
+    name = "reboot_pending"
+    if not gpu.get("reboot_required"):
+        return check(name, PASS, "no NVML driver/library version mismatch")
+    where = ("the control node (ansible_connection=local) is never rebooted by this collection"
+             if cfg.get("local_connection") else "this collection does not reboot hosts in the preflight")
+    return check(name, FAIL if cfg["require_gpu"] else WARN,
+                 "reboot pending: %s; %s; fact sglang_reboot_required is set" % (gpu.get("reason"), where),
+                 "reboot the host at a convenient time (or reload the nvidia kernel modules), then re-run")
+
+
+def check_compute_capability(gpu, cfg):
+    name = "gpu_compute_capability"
+    target = cfg["target_compute_capability"]
+    if not gpu.get("gpu_count"):
+        return check(name, SKIP, "no GPU to check: %s" % (gpu.get("reason") or "no GPU"))
+    members, wanted = tp_set(gpu, cfg)
+    bad, unknown = [], []
+    for g in members:
+        cc = g.get("compute_cap")
+        if not cc:
+            unknown.append(_gpu_label(g))
+        elif _cc_tuple(cc) != _cc_tuple(target):
+            bad.append("%s has compute capability %s, not %s" % (_gpu_label(g), cc, target))
+    if bad or unknown:
+        parts = bad + ["%s: compute capability not reported" % u for u in unknown]
+        arch = "sm_%s" % target.replace(".", "")
+        return check(name, _gpu_status(cfg),
+                     "%s; this host is not an SM%s target (the stack builds %sa kernels for compute capability %s: "
+                     "RTX PRO 6000 / RTX 5090 Blackwell)" % ("; ".join(parts), target.replace(".", ""), arch, target),
+                     "run on a Blackwell SM%s host, or set preflight_target_compute_capability / "
+                     "preflight_gpu_indices to the GPUs meant to serve" % target.replace(".", ""))
+    return check(name, PASS, "tensor-parallel GPUs %s have compute capability %s" % (
+        ", ".join(str(g.get("index")) for g in members), target))
+
+
+def check_tensor_parallel(gpu, cfg):
+    name = "tensor_parallel_gpus"
+    tp = int(cfg["tp_size"])
+    target = _cc_tuple(cfg["target_compute_capability"])
+    if not gpu.get("gpu_count"):
+        return check(name, SKIP, "TP %d not checked: no GPU (%s)" % (tp, gpu.get("reason") or "no GPU"))
+    usable = [g for g in gpu["gpus"] if _cc_tuple(g.get("compute_cap")) == target]
+    members, wanted = tp_set(gpu, cfg)
+    problems = []
+    if tp < 1:
+        problems.append("sglang_service_tp_size must be >= 1, got %d" % tp)
+    if tp > len(usable):
+        problems.append("TP %d > %d usable GPU(s) with compute capability %s (of %d GPU(s))" % (
+            tp, len(usable), cfg["target_compute_capability"], gpu["gpu_count"]))
+    if wanted is not None:
+        missing = sorted(set(wanted) - set(g.get("index") for g in members))
+        if missing:
+            problems.append("preflight_gpu_indices names GPU(s) %s that do not exist" % missing)
+        if len(wanted) != tp:
+            problems.append("preflight_gpu_indices has %d GPU(s) but TP is %d" % (len(wanted), tp))
+    if problems:
+        return check(name, _gpu_status(cfg), "; ".join(problems),
+                     "lower sglang_service_tp_size to the number of SM%s GPUs or add GPUs"
+                     % cfg["target_compute_capability"].replace(".", ""))
+    return check(name, PASS, "TP %d <= %d usable GPU(s)" % (tp, len(usable)))
+
+
+# --- build toolchain -----------------------------------------------------------------------------------------------
+
+def _ver_tuple(text):
+    try:
+        return tuple(int(x) for x in str(text).split(".")[:3])
+    except (TypeError, ValueError):
+        return None
+
+
+def check_cmake(tool, cfg):
+    name = "cmake"
+    cmake = tool.get("cmake") or {}
+    need = _ver_tuple(cfg["cmake_min_version"])
+    if not cmake.get("version"):
+        return check(name, SKIP if cfg["cmake_installed_by_build"] else FAIL,
+                     "no usable cmake yet (%s)" % (cmake.get("error") or "not found"),
+                     "" if cfg["cmake_installed_by_build"] else "install cmake >= %s" % cfg["cmake_min_version"])
+    have = _ver_tuple(cmake["version"])
+    where = "%s (%s)" % (cmake["path"], cmake["version"])
+    if have >= (4, 0, 0):
+        if str(cfg.get("cmake_policy_version_minimum") or "").strip():
+            return check(name, PASS, "%s: CMake 4 with CMAKE_POLICY_VERSION_MINIMUM=%s for old fetched deps "
+                         "(dlpack cmake_minimum_required 3.2); the build must start from a fresh build dir"
+                         % (where, cfg["cmake_policy_version_minimum"]))
+        return check(name, FAIL, "%s: CMake >= 4.0 rejects fetched dependencies that declare "
+                     "cmake_minimum_required < 3.5 (dlpack via mscclpp) and preflight_cmake_policy_version_minimum "
+                     "is empty" % where,
+                     "set preflight_cmake_policy_version_minimum: '3.5' (exported as CMAKE_POLICY_VERSION_MINIMUM, "
+                     "fresh build dir), or use CMake in [3.31, 4.0)")
+    if have >= need:
+        return check(name, PASS, "%s >= %s" % (where, cfg["cmake_min_version"]))
+    msg = ("%s < %s: sgl-kernel sets policy CMP0169 (introduced in CMake 3.30) and CMP0177 (3.31), which older CMake "
+           "rejects ('Policy \"CMP0169\" is not known to this version of CMake')" % (where, cfg["cmake_min_version"]))
+    if have >= (3, 26, 0) and cfg["cmake_policy_guards_patched"]:
+        return check(name, WARN, msg + "; accepted because preflight_cmake_policy_guards_patched is true",
+                     "prefer cmake >= %s in the build venv" % cfg["cmake_min_version"])
+    remedy = "pip install 'cmake>=%s' into the build venv (or patch if(POLICY ...) guards around the policies)" \
+        % cfg["cmake_min_version"]
+    if cmake.get("source") == "path" and cfg["cmake_installed_by_build"]:
+        return check(name, WARN, msg + "; this is the cmake on PATH, the kernel build installs its own into the venv",
+                     remedy)
+    return check(name, FAIL, msg, remedy)
+
+
+def _toolkit_note(cfg):
+    return "cuda_toolchain installs CUDA %s (method %s)" % (cfg["cuda_version"], cfg["cuda_install_method"])
+
+
+def check_nvcc_version(tool, cfg):
+    name = "nvcc_version"
+    nvcc = tool.get("nvcc") or {}
+    if not nvcc.get("present"):
+        if cfg["cuda_install_method"] == "existing":
+            return check(name, FAIL, "cuda_toolchain_method is 'existing' but %s does not exist" % nvcc.get("nvcc"),
+                         "install CUDA %s there or set cuda_toolchain_home" % cfg["cuda_version"])
+        return check(name, SKIP, "no nvcc at %s yet; %s" % (nvcc.get("nvcc"), _toolkit_note(cfg)))
+    if not nvcc.get("version"):
+        return check(name, FAIL, "%s --version not understood: %s" % (nvcc["nvcc"], nvcc.get("version_error")),
+                     "reinstall the CUDA toolkit")
+    have = major_minor(nvcc["version"])
+    want = major_minor(cfg["cuda_version"])
+    if have == want:
+        return check(name, PASS, "%s is CUDA %s (requested %s)" % (nvcc["nvcc"], nvcc["version"], cfg["cuda_version"]))
+    status = FAIL if cfg["cuda_install_method"] == "existing" or have[0] != want[0] else WARN
+    return check(name, status, "%s is CUDA %s but CUDA %s is requested" % (nvcc["nvcc"], nvcc["version"],
+                                                                         cfg["cuda_version"]),
+                 "point cuda_toolchain_home at a CUDA %s toolkit or change cuda_toolchain_cuda_version"
+                 % cfg["cuda_version"])
+
+
+def check_nvcc_arch(tool, cfg):
+    name = "nvcc_target_arch"
+    nvcc = tool.get("nvcc") or {}
+    target = cfg["target_compute_capability"]
+    arch = "compute_%s" % target.replace(".", "")
+    if not nvcc.get("present"):
+        return check(name, SKIP, "no nvcc at %s yet; %s" % (nvcc.get("nvcc"), _toolkit_note(cfg)))
+    archs = nvcc.get("arch_list") or []
+    if not archs:
+        return check(name, FAIL, "%s --list-gpu-arch gave nothing: %s" % (nvcc["nvcc"], nvcc.get("arch_error")),
+                     "install a CUDA >= 12.8 toolkit (CUDA %s requested)" % cfg["cuda_version"])
+    if any(a == arch for a in archs):
+        return check(name, PASS, "%s (CUDA %s) lists %s: can build sm_%sa" % (
+            nvcc["nvcc"], nvcc.get("version"), arch, target.replace(".", "")))
+    return check(name, FAIL, "%s (CUDA %s) cannot target %s (sm_%sa): it lists %s; builds would stop with "
+                 "\"nvcc fatal : Unsupported gpu architecture '%sa'\"" % (
+                     nvcc["nvcc"], nvcc.get("version"), arch, target.replace(".", ""), " ".join(archs), arch),
+                 "install CUDA %s (SM120 needs CUDA >= 12.8) and set cuda_toolchain_home to it" % cfg["cuda_version"])
+
+
+def check_nvcc_shadowing(tool, cfg):
+    name = "nvcc_path_shadowing"
+    nvcc = tool.get("nvcc") or {}
+    on_path = nvcc.get("path_nvccs") or []
+    if not on_path:
+        return check(name, PASS, "no nvcc on PATH; the build calls %s by absolute path" % nvcc.get("nvcc"))
+    first = on_path[0]
+    intended_real = nvcc.get("nvcc") and os.path.realpath(nvcc["nvcc"])
+    others = ", ".join("%s (%s)" % (p["path"], p.get("version") or "version unknown") for p in on_path)
+    if first.get("realpath") == intended_real:
+        return check(name, PASS, "first nvcc on PATH is %s itself; nvcc on PATH: %s" % (nvcc["nvcc"], others))
+    if nvcc.get("present") and first.get("version") and first["version"] == nvcc.get("version"):
+        return check(name, PASS, "first nvcc on PATH %s is another file with the same version %s as %s (a wrapper "
+                     "or copy); nvcc on PATH: %s" % (first["path"], first["version"], nvcc["nvcc"], others))
+    return check(name, WARN, "nvcc on PATH (%s, %s) shadows %s (%s); tools that run plain 'nvcc' (JIT, "
+                 "build backends) would use the wrong compiler; nvcc on PATH: %s" % (
+                     first["path"], first.get("version") or "version unknown", nvcc.get("nvcc"),
+                     nvcc.get("version") or "not installed yet", others),
+                 "the collection calls %s by absolute path and exports CUDA_HOME/PATH for builds and the "
+                 "service; remove or reorder the other toolkit for interactive use" % nvcc.get("nvcc"))
+
+
+def check_cuda_headers(tool, cfg):
+    name = "cuda_headers_match"
+    nvcc = tool.get("nvcc") or {}
+    if not nvcc.get("present"):
+        return check(name, SKIP, "no toolkit at %s yet; %s" % (nvcc.get("cuda_home"), _toolkit_note(cfg)))
+    if not nvcc.get("cudart_version"):
+        return check(name, FAIL, "no CUDART_VERSION in cuda_runtime_api.h under %s" % nvcc.get("cuda_home"),
+                     "install the CUDA runtime headers (cuda-cudart-dev / nvidia-cuda-runtime) of CUDA %s"
+                     % cfg["cuda_version"])
+    if not nvcc.get("version"):
+        return check(name, SKIP, "nvcc version unknown; see nvcc_version")
+    have = major_minor(nvcc["version"])
+    hdr = major_minor(nvcc["cudart_version"])
+    if have == hdr:
+        return check(name, PASS, "nvcc %s and %s (CUDART %s) agree" % (nvcc["version"], nvcc["cudart_header"],
+                                                                        nvcc["cudart_version"]))
+    return check(name, FAIL, "nvcc is CUDA %d.%d but %s says CUDART %d.%d: JIT and builds fail with \"CUDA "
+                 "compiler and CUDA toolkit headers are incompatible\"" % (have + (nvcc["cudart_header"],) + hdr),
+                 "pin the toolkit parts to one minor (pip: nvidia-cuda-nvcc, -crt, -nvvm and nvidia-cuda-runtime "
+                 "==%d.%d.*)" % hdr)
+
+
+def check_cccl(tool, cfg):
+    name = "cuda_cccl_layout"
+    nvcc = tool.get("nvcc") or {}
+    cccl = nvcc.get("cccl")
+    if not nvcc.get("present") or cccl is None:
+        return check(name, SKIP, "no toolkit at %s yet" % nvcc.get("cuda_home"))
+    if cccl.get("cuda13_layout"):
+        return check(name, PASS, "CUDA 13 layout: cuda/std/utility only under %s; the kernel build adds it to "
+                     "CPLUS_INCLUDE_PATH/C_INCLUDE_PATH for host compilers" % cccl["cccl_dir"])
+    if cccl.get("legacy_dir"):
+        return check(name, PASS, "CCCL headers in %s (pre-13 layout)" % cccl["legacy_dir"])
+    version = nvcc.get("version")
+    if version and major_minor(version)[0] >= 13:
+        return check(name, FAIL, "CUDA %s at %s has no cuda/std/utility (neither include/cccl nor include)" % (
+            version, nvcc.get("cuda_home")), "install the CCCL headers (cuda-cccl / nvidia-cuda-cccl) of CUDA %s"
+            % cfg["cuda_version"])
+    return check(name, WARN, "cuda/std/utility not found under %s" % nvcc.get("cuda_home"),
+                 "check the toolkit installation")
+
+
+# --- torch ---------------------------------------------------------------------------------------------------------
+
+def check_torch_version(tool, cfg):
+    name = "torch_version"
+    torch = tool.get("torch") or {}
+    if not torch.get("present"):
+        return check(name, SKIP, "torch not installed yet (%s); torch_nightly installs it" % torch.get("error"))
+    try:
+        info = parse_torch_version(torch["version"])
+    except ValueError as exc:
+        return check(name, FAIL, "torch version %r is not PEP 440: %s" % (torch["version"], exc),
+                     "install a torch build with a PEP 440 version (nightly/stable cu130)")
+    kind = "nightly (dev %s)" % info["dev"] if info["is_nightly"] else (
+        "source build (%s)" % info["local"] if info["source_build"] else "release")
+    cuda = info["cuda"] or "no CUDA tag"
+    return check(name, PASS, "torch %s: %s %s for %s" % (torch["version"], info["major_minor"], kind, cuda))
+
+
+def check_torch_cuda(tool, cfg):
+    name = "torch_cuda_major"
+    torch = tool.get("torch") or {}
+    if not torch.get("present"):
+        return check(name, SKIP, "torch not installed yet")
+    nvcc = tool.get("nvcc") or {}
+    toolkit = nvcc.get("version") or cfg["cuda_version"]
+    if not torch.get("cuda"):
+        return check(name, FAIL if cfg["require_gpu"] else WARN,
+                     "torch %s is a CPU build (torch.version.cuda is None)" % torch.get("version"),
+                     "install torch from the cu%s index" % cfg["cuda_version"].replace(".", ""))
+    tm, km = major_minor(torch["cuda"])[0], major_minor(toolkit)[0]
+    if tm == km:
+        return check(name, PASS, "torch CUDA %s and toolkit %s share major %d" % (torch["cuda"], toolkit, km))
+    return check(name, FAIL, "torch %s is built for CUDA %s but the toolkit is %s: kernels built here would not "
+                 "load" % (torch.get("version"), torch["cuda"], toolkit),
+                 "install torch from the cu%s index" % cfg["cuda_version"].replace(".", ""))
+
+
+def check_torch_arch(tool, cfg):
+    name = "torch_arch_list"
+    torch = tool.get("torch") or {}
+    if not torch.get("present"):
+        return check(name, SKIP, "torch not installed yet")
+    archs = torch.get("arch_list") or []
+    target = cfg["target_compute_capability"]
+    major, minor = _cc_tuple(target)
+    sm, ptx = "sm_%d%d" % (major, minor), "compute_%d%d" % (major, minor)
+    if not archs:
+        return check(name, FAIL if cfg["require_gpu"] else WARN,
+                     "torch %s reports no CUDA architectures (CPU build or no CUDA runtime)" % torch.get("version"),
+                     "install a cu130 torch build that includes %s" % sm)
+    if sm in archs or ptx in archs:
+        return check(name, PASS, "torch %s includes %s (%s)" % (torch.get("version"), sm if sm in archs else ptx,
+                                                                " ".join(archs)))
+    same_major = [a for a in archs if re.match(r"^(sm|compute)_%d(\d)$" % major, a) and
+                  int(re.match(r"^(?:sm|compute)_%d(\d)$" % major, a).group(1)) <= minor]
+    if same_major:
+        return check(name, WARN, "torch %s has no %s but %s runs on compute capability %s by binary compatibility "
+                     "within major %d" % (torch.get("version"), sm, same_major[-1], target, major),
+                     "prefer a torch build with %s" % sm)
+    return check(name, FAIL, "torch %s supports %s only: no %s, so GPU work fails with 'no kernel image is "
+                 "available for execution on the device'" % (torch.get("version"), " ".join(archs), sm),
+                 "install a torch nightly/stable cu130 build (its arch list includes %s)" % sm)
+
+
+# --- host ----------------------------------------------------------------------------------------------------------
+
+def check_disk(host, cfg):
+    name = "disk_space"
+    disk = host.get("disk") or {}
+    if not disk:
+        return check(name, SKIP, "no paths to measure")
+    need = float(cfg["min_disk_gb"])
+    by_dev = {}
+    for label, info in disk.items():
+        by_dev.setdefault(info.get("device", info["checked_path"]), []).append((label, info))
+    short, parts = [], []
+    for entries in by_dev.values():
+        info = entries[0][1]
+        free_gb = info["free_bytes"] / 1e9
+        labels = ", ".join("%s %s" % (lbl, inf["path"]) for lbl, inf in entries)
+        parts.append("%.1f GB free at %s (%s)" % (free_gb, info["checked_path"], labels))
+        if free_gb < need:
+            short.append("%s: %.1f GB free < %.0f GB" % (labels, free_gb, need))
+    if short:
+        return check(name, FAIL, "; ".join(short) + " (venv + torch nightly + sgl-kernel build tree)",
+                     "free space on that filesystem or point sglang_release_root at a larger one; "
+                     "preflight_min_disk_gb sets the bar")
+    return check(name, PASS, "; ".join(parts) + " (>= %.0f GB each)" % need)
+
+
+def build_sizing(host, cfg):
+    mem = (host.get("memory") or {}).get("mem_available_bytes")
+    if mem is None:
+        return None
+    return build_parallelism(host.get("cpus") or 1, mem, gib_per_job=cfg["build_gib_per_job"],
+                             headroom_gib=cfg["build_headroom_gib"], gencodes=cfg["build_gencodes"],
+                             max_jobs=cfg["build_max_jobs"])
+
+
+def check_build_memory(host, cfg, sizing):
+    name = "build_memory"
+    mem = (host.get("memory") or {}).get("mem_available_bytes")
+    if sizing is None:
+        return check(name, WARN, "MemAvailable unknown (/proc/meminfo unreadable); the build runs 1 job",
+                     "check /proc/meminfo")
+    avail_gib = mem / float(GIB)
+    need_gib = float(cfg["build_headroom_gib"]) + float(cfg["build_gib_per_job"])
+    detail = ("%d job(s) x %d nvcc thread(s), worst case %.1f GiB, from %d CPU(s) and MemAvailable %.1f GiB "
+              "(%.0f GiB per job + %.0f GiB headroom)" % (sizing["jobs"], sizing["compile_threads"], sizing["peak_gib"],
+                                                          host.get("cpus") or 1, avail_gib, cfg["build_gib_per_job"],
+                                                          cfg["build_headroom_gib"]))
+    if avail_gib < need_gib:
+        return check(name, FAIL, "MemAvailable %.1f GiB < %.1f GiB needed for even one compile job; %s" % (
+            avail_gib, need_gib, detail),
+            "free memory (stop the SGLang service during builds) or add RAM; a smaller per-job figure "
+            "(preflight_build_gib_per_job) risks OOM kills ('FAILED: [code=137]')")
+    return check(name, PASS, detail)
+
+
+def check_shm(host, cfg):
+    name = "shm_size"
+    tp = int(cfg["tp_size"])
+    shm = host.get("shm") or {}
+    size = shm.get("size_bytes")
+    need = float(cfg["min_shm_gib"])
+    if tp <= 1:
+        return check(name, PASS, "TP %d: NCCL shared memory not used (/dev/shm %s GiB)" % (tp, shm.get("size_gib")))
+    if size is None:
+        return check(name, FAIL, "/dev/shm missing; NCCL needs it for TP %d" % tp, "mount tmpfs on /dev/shm")
+    if size / float(GIB) < need:
+        return check(name, FAIL, "/dev/shm is %.2f GiB < %.1f GiB for TP %d: NCCL fails with 'posix_fallocate "
+                     "failed : No space left on device'" % (size / float(GIB), need, tp),
+                     "enlarge /dev/shm (mount -o remount,size=16G /dev/shm; containers: --shm-size or --ipc=host)")
+    return check(name, PASS, "/dev/shm %.1f GiB >= %.1f GiB for TP %d" % (size / float(GIB), need, tp))
+
+
+def p2p_risks(gpu, members):
+    """Reasons peer-to-peer over PCIe may hang or fail for the GPUs in ``members`` (list of GPU dicts)."""
+    risks, notes = [], []
+    pcie = gpu.get("pcie") or {}
+    buses = [g.get("pci_bus_id") for g in members if g.get("pci_bus_id")]
+    acs = sorted(set(b for bus in buses for b in (pcie.get(bus, {}).get("acs_redirect_bridges") or [])))
+    if acs:
+        risks.append("acs_enabled (request/completion redirect on %s)" % ", ".join(acs))
+    unknown_acs = [bus for bus in buses if pcie.get(bus, {}).get("acs_redirect_bridges") is None]
+    if unknown_acs:
+        reasons = sorted(set(pcie.get(b, {}).get("acs_reason") or "no PCIe data" for b in unknown_acs))
+        notes.append("ACS state unknown: %s" % "; ".join(reasons))
+    types = sorted(set(pcie.get(bus, {}).get("iommu_group_type") for bus in buses) - {None})
+    translated = [t for t in types if t.startswith("DMA")]
+    iommu = gpu.get("iommu") or {}
+    if translated:
+        risks.append("iommu_translated (IOMMU group type %s)" % "/".join(translated))
+    elif not types and iommu.get("forced_on") and iommu.get("passthrough") is not True:
+        risks.append("iommu_translated (kernel command line %s)" % " ".join(iommu.get("tokens") or []))
+    p2p = gpu.get("p2p_read") or {}
+    names = set("GPU%s" % g.get("index") for g in members)
+    bad = [p for p in p2p.get("not_ok_pairs") or [] if p[0] in names and p[1] in names]
+    if bad:
+        risks.append("p2p_read_not_ok (%s)" % ", ".join("%s-%s %s" % tuple(p) for p in bad))
+    return risks, notes
+
+
+def check_p2p(gpu, cfg, env):
+    name = "p2p_topology"
+    tp = int(cfg["tp_size"])
+    members, _ = tp_set(gpu, cfg)
+    if tp <= 1 or len(members) < 2:
+        return check(name, SKIP if not gpu.get("gpu_count") else PASS,
+                     "TP %d: no GPU-to-GPU traffic" % tp if gpu.get("gpu_count") else "no GPUs")
+    topo = gpu.get("topology") or {}
+    names = ["GPU%s" % g.get("index") for g in members]
+    links = topo.get("links") or {}
+    pair_links = [(a, b, (links.get(a) or {}).get(b)) for i, a in enumerate(names) for b in names[i + 1:]]
+    if pair_links and all(link and link.startswith("NV") for _, _, link in pair_links):
+        return check(name, PASS, "NVLink between all tensor-parallel GPUs (%s)" % ", ".join(
+            "%s-%s %s" % p for p in pair_links))
+    risks, notes = p2p_risks(gpu, members)
+    link_text = ", ".join("%s-%s %s" % (a, b, link or "?") for a, b, link in pair_links) or "topology unknown"
+    if not risks:
+        msg = "PCIe peer-to-peer without known risk (%s)" % link_text
+        if notes:
+            return check(name, WARN, msg + "; " + "; ".join(notes),
+                         "run the preflight as root with pciutils installed to read ACSCtl")
+        return check(name, PASS, msg)
+    if cfg["p2p_opt_out"]:
+        return check(name, WARN, "p2p_risk: %s on %s; NCCL_P2P_DISABLE not set because preflight_p2p_opt_out is "
+                     "true: TP all-reduce may hang after 'Init COMPLETE'" % (", ".join(risks), link_text),
+                     "disable ACS redirect in BIOS / boot with iommu=pt (amd_iommu=on iommu=pt), or drop the opt-out")
+    env["NCCL_P2P_DISABLE"] = "1"
+    return check(name, WARN, "p2p_risk: %s on %s; the service gets NCCL_P2P_DISABLE=1 (NCCL goes through host "
+                 "shared memory instead)" % (", ".join(risks), link_text),
+                 "for full P2P bandwidth disable ACS in BIOS and boot with iommu=pt, re-run the preflight, or set "
+                 "preflight_p2p_opt_out: true after an all-reduce smoke test passes")
+
+
+def check_custom_all_reduce(gpu, cfg, args):
+    name = "custom_all_reduce"
+    tp = int(cfg["tp_size"])
+    members, _ = tp_set(gpu, cfg)
+    if tp <= 1 or len(members) < 2:
+        return check(name, PASS if gpu.get("gpu_count") else SKIP, "TP %d: custom all-reduce not used" % tp)
+    pattern = re.compile(cfg["geforce_pattern"])
+    geforce = [g for g in members if pattern.search(g.get("name") or "")]
+    p2p = gpu.get("p2p_read") or {}
+    names = set("GPU%s" % g.get("index") for g in members)
+    bad = [p for p in p2p.get("not_ok_pairs") or [] if p[0] in names and p[1] in names]
+    reasons = []
+    if geforce:
+        reasons.append("GeForce GPU(s) %s have no peer access" % ", ".join(_gpu_label(g) for g in geforce))
+    if bad:
+        reasons.append("nvidia-smi topo -p2p r is not OK for %s" % ", ".join("%s-%s" % (a, b) for a, b, _ in bad))
+    if reasons:
+        if "--disable-custom-all-reduce" not in args:
+            args.append("--disable-custom-all-reduce")
+        return check(name, WARN, "%s; the service gets --disable-custom-all-reduce (custom all-reduce assumes P2P: "
+                     "'peer access is not supported between these two devices')" % "; ".join(reasons))
+    return check(name, PASS, "peer access reported for the tensor-parallel GPUs")
+
+
+def check_proxy(host, cfg, env):
+    name = "proxy"
+    proxy = host.get("proxy") or {}
+    proxies = proxy.get("proxies") or {}
+    if not proxies:
+        return check(name, PASS, "no proxy variables set")
+    entries = list(proxy.get("no_proxy") or [])
+    for extra in list(LOOPBACK_NO_PROXY) + list(cfg.get("extra_no_proxy") or []):
+        if extra not in entries:
+            entries.append(extra)
+    value = ",".join(entries)
+    env["NO_PROXY"] = value
+    env["no_proxy"] = value
+    malformed = [v for v, val in sorted(proxies.items()) if not re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", val)]
+    where = ", ".join("%s (%s)" % (v, proxy.get("sources", {}).get(v, "env")) for v in sorted(proxies))
+    msg = "proxy variables %s would intercept SGLang's warmup request to 0.0.0.0; the service gets " \
+          "NO_PROXY/no_proxy=%s" % (where, value)
+    if malformed:
+        return check(name, WARN, msg + "; %s lack a scheme (http://), which httpx rejects" % ", ".join(malformed),
+                     "write proxy URLs with a scheme, e.g. http://proxy:3128")
+    return check(name, PASS, msg)
+
+
+def apt_slug(dist):
+    """CUDA apt repository slug from Ansible distribution facts: Ubuntu 24.04 -> ubuntu2404, Debian 12 -> debian12."""
+    name = (dist.get("distribution") or "").lower()
+    version = str(dist.get("version") or "")
+    if name == "ubuntu":
+        return "ubuntu" + version.replace(".", "")
+    if name == "debian":
+        return "debian" + str(dist.get("major_version") or version.split(".")[0])
+    return re.sub(r"[^a-z0-9]", "", name) + version.replace(".", "")
+
+
+def check_distribution(cfg):
+    name = "distribution"
+    dist = cfg.get("distribution") or {}
+    method = cfg["cuda_install_method"]
+    arch = dist.get("architecture") or "unknown"
+    if (dist.get("system") or "Linux") != "Linux":
+        return check(name, FAIL, "%s is not Linux" % dist.get("system"), "use a Linux host")
+    if method == "apt":
+        supported = (cfg["supported_distributions"].get("apt") or {}).get(arch) or []
+        repo_arch = (cfg.get("apt_repo_arch") or {}).get(arch)
+        slug = cfg.get("cuda_repo_slug") or apt_slug(dist)
+        label = "%s %s (%s)" % (dist.get("distribution"), dist.get("version"), arch)
+        if not repo_arch or slug not in supported:
+            choices = ", ".join("%s/%s" % (s, (cfg.get("apt_repo_arch") or {}).get(a, a))
+                                for a, slugs in sorted((cfg["supported_distributions"].get("apt") or {}).items())
+                                for s in slugs)
+            return check(name, FAIL, "%s maps to CUDA repo slug '%s', which the apt method does not support "
+                         "(NVIDIA's repository has no '%s/%s'; supported: %s)" % (label, slug, slug, repo_arch or arch,
+                                                                                 choices),
+                         "set preflight_cuda_repo_slug to the matching base (e.g. ubuntu2204 for Pop!_OS 22.04) or "
+                         "use cuda_toolchain_method: pip")
+        return check(name, PASS, "%s: CUDA apt repository %s/%s" % (label, slug, repo_arch))
+    glibc = dist.get("glibc")
+    if not glibc:
+        return check(name, FAIL, "method %s needs a glibc Linux (manylinux wheels); no glibc found" % method,
+                     "use a glibc distribution")
+    if _ver_tuple(glibc) < _ver_tuple(cfg["min_glibc"]):
+        return check(name, FAIL, "glibc %s < %s needed by the manylinux_2_28 CUDA/torch wheels" % (glibc,
+                                                                                                  cfg["min_glibc"]),
+                     "use a newer distribution")
+    return check(name, PASS, "%s %s (%s), glibc %s: fine for method %s" % (
+        dist.get("distribution"), dist.get("version"), arch, glibc, method))
+
+
+def check_model_path(host, cfg):
+    name = "model_path"
+    path = cfg.get("model_path") or ""
+    if not path:
+        return check(name, SKIP, "sglang_service_model_path not set")
+    if not path.startswith("/"):
+        return check(name, PASS, "%s is a Hugging Face id; SGLang downloads it into HF_HOME on first start" % path)
+    info = (host.get("paths") or {}).get("model") or {}
+    if info.get("exists"):
+        return check(name, PASS, "%s exists%s" % (path, "" if info.get("is_dir") else " (not a directory)"))
+    status = FAIL if cfg["model_path_required"] else WARN
+    return check(name, status, "model path %s does not exist on this host" % path,
+                 "copy the checkpoint there, fix sglang_service_model_path, or set preflight_model_path_required: "
+                 "false if a later step provides it")
+
+
+def check_kernel_headers(host, cfg):
+    name = "kernel_headers"
+    kernel = host.get("kernel") or {}
+    if kernel.get("headers_present"):
+        return check(name, PASS, "headers for running kernel %s present" % kernel.get("release"))
+    return check(name, WARN, "no /lib/modules/%s/build: a DKMS driver (re)build for the running kernel would fail"
+                 % kernel.get("release"),
+                 "install linux-headers-%s before any driver change" % kernel.get("release"))
+
+
+def evaluate(gpu, tool, host, config):
+    """Run every check.
+
+    :param gpu: ``gpu_facts`` result. :param tool: ``toolchain_facts`` result (``nvcc``, ``cmake``, ``torch``).
+    :param host: ``host_facts`` result. :param config: overrides of :data:`DEFAULT_CONFIG`.
+    :returns: dict ``{checks, failed (names), service_env, service_args, has_target_gpu, reboot_required,
+        build (sizing dict or None), build_jobs}``.
+    """
+    cfg = dict(DEFAULT_CONFIG)
+    cfg.update(dict((k, v) for k, v in (config or {}).items() if v is not None or k in ("build_max_jobs",
+                                                                                        "gpu_indices")))
+    gpu, tool, host = gpu or {}, tool or {}, host or {}
+    env, args = {}, []
+    sizing = build_sizing(host, cfg)
+    checks = [
+        check_distribution(cfg),
+        check_nvidia_driver(gpu, cfg),
+        check_driver_cuda(gpu, cfg),
+        check_reboot_pending(gpu, cfg),
+        check_compute_capability(gpu, cfg),
+        check_tensor_parallel(gpu, cfg),
+        check_cmake(tool, cfg),
+        check_nvcc_version(tool, cfg),
+        check_nvcc_arch(tool, cfg),
+        check_nvcc_shadowing(tool, cfg),
+        check_cuda_headers(tool, cfg),
+        check_cccl(tool, cfg),
+        check_torch_version(tool, cfg),
+        check_torch_cuda(tool, cfg),
+        check_torch_arch(tool, cfg),
+        check_disk(host, cfg),
+        check_build_memory(host, cfg, sizing),
+        check_shm(host, cfg),
+        check_p2p(gpu, cfg, env),
+        check_custom_all_reduce(gpu, cfg, args),
+        check_proxy(host, cfg, env),
+        check_model_path(host, cfg),
+        check_kernel_headers(host, cfg),
+    ]
+    return {
+        "checks": checks,
+        "failed": [c["name"] for c in checks if c["status"] == FAIL],
+        "service_env": env,
+        "service_args": args,
+        "has_target_gpu": has_target_gpu(gpu, cfg),
+        "reboot_required": bool(gpu.get("reboot_required")),
+        "build": sizing,
+        "build_jobs": sizing["jobs"] if sizing else 1,
+    }
+
+
+def failure_report(checks):
+    """One text block listing every failed check with its remedy (for the role's final ``fail``)."""
+    failed = [c for c in checks if c["status"] == FAIL]
+    lines = ["%d preflight check(s) failed:" % len(failed)]
+    for c in failed:
+        lines.append("- %s: %s" % (c["name"], c["message"]))
+        if c.get("remedy"):
+            lines.append("  remedy: %s" % c["remedy"])
+    return "\n".join(lines)

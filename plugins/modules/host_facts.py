@@ -1,0 +1,109 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+"""Module blackwell.sglang.host_facts: thin wrapper around module_utils._host."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+module: host_facts
+short_description: Read /dev/shm, free disk, MemAvailable, proxies, glibc and kernel headers (read-only)
+version_added: 0.1.0
+description:
+  - Size of C(/dev/shm) (NCCL shared memory for tensor parallelism).
+  - Free disk, in bytes and GiB, at the nearest existing ancestor of each path in I(disk_paths) (the paths need not exist yet).
+  - C(MemAvailable) from C(/proc/meminfo) and the usable CPU count (CPU affinity), the inputs of the build sizing rule.
+  - Proxy variables from the module's environment and C(/etc/environment), and the C(no_proxy) entries already set.
+  - glibc version, kernel release and whether C(/lib/modules/<release>/build) exists.
+  - Existence of each path in I(stat_paths) (for example the model directory).
+author:
+  - blackwell.sglang maintainers
+options:
+  disk_paths:
+    description: Label to path; free space is measured for each (for example C(venv), C(build)).
+    type: dict
+    default: {}
+  stat_paths:
+    description: Label to path; existence is reported for each (for example C(model)).
+    type: dict
+    default: {}
+  shm_path:
+    description: Shared-memory mount to measure.
+    type: path
+    default: /dev/shm
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+seealso:
+  - module: blackwell.sglang.gpu_facts
+  - module: blackwell.sglang.toolchain_facts
+"""
+
+EXAMPLES = r"""
+- name: Read host facts
+  blackwell.sglang.host_facts:
+    disk_paths:
+      venv: /opt/sglang/venv
+    stat_paths:
+      model: /models/Qwen3-NVFP4
+  register: host
+"""
+
+RETURN = r"""
+shm:
+  description: C(path), C(size_bytes), C(free_bytes), C(size_gib) of the shared-memory mount (nulls when missing).
+  returned: always
+  type: dict
+disk:
+  description: Per label C(path), C(checked_path) (nearest existing ancestor), C(total_bytes), C(free_bytes), C(free_gib), C(device).
+  returned: always
+  type: dict
+memory:
+  description: C(mem_total_bytes), C(mem_available_bytes), C(mem_available_mib) from C(/proc/meminfo).
+  returned: always
+  type: dict
+cpus:
+  description: Usable CPUs (scheduler affinity of the module process).
+  returned: always
+  type: int
+proxy:
+  description: C(proxies) (variable to value), C(no_proxy) (entries), C(sources) (variable to C(env) or C(/etc/environment)).
+  returned: always
+  type: dict
+glibc:
+  description: glibc version such as C("2.39"), null on non-glibc systems.
+  returned: always
+  type: str
+kernel:
+  description: C(release), C(machine), C(headers_present) (C(/lib/modules/<release>/build) exists).
+  returned: always
+  type: dict
+paths:
+  description: Per label C(path), C(exists), C(is_dir).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.blackwell.sglang.plugins.module_utils._host import collect
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            disk_paths=dict(type="dict", default={}),
+            stat_paths=dict(type="dict", default={}),
+            shm_path=dict(type="path", default="/dev/shm"),
+        ),
+        supports_check_mode=True,
+    )
+    facts = collect(paths=module.params["disk_paths"], stat_paths=module.params["stat_paths"],
+                    shm_path=module.params["shm_path"])
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == "__main__":
+    main()
