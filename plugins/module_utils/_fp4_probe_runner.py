@@ -1,0 +1,707 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, blackwell.sglang contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""FP4 kernel probe runner: executes in the TARGET venv's Python, not Ansible's.
+
+``fp4_kernel_probe`` writes this file plus ``fp4_numerics.py`` and
+``nvfp4_reference.py`` into one temporary directory and runs::
+
+    <venv>/bin/python _fp4_probe_runner.py --spec spec.json --out result.json
+
+The parent process never imports torch.  It starts one child process per step
+(``--child env``, ``--child reference``, ``--child <backend key>``), each in its
+own process group with a timeout, so a segfault, a CUDA abort or a hang in one
+backend becomes that backend's ``crash``/``timeout`` verdict instead of taking the
+probe down.  Children write a JSON file; a child that dies without one is a crash
+(exit status / signal and the tail of its output are the evidence).
+
+Spec keys (all optional; defaults in :data:`DEFAULT_SPEC`):
+    m_list [int]                 activation rows M (default 1, 9, 128, 150, 1024)
+    shapes [{n, k}]              dense GEMM weight shapes, ``K % 32 == 0``
+    moe_shapes [{hidden, intermediate, experts, top_k}]
+    backends [str] | null        probe keys to run (see fp4_numerics.BACKENDS)
+    timeout_s float              per child (first call includes JIT/autotune)
+    env_timeout_s float          for the env/device child
+    total_timeout_s float        budget for the whole probe
+    warmup, iters int            timing: warm-up calls, timed calls (median reported)
+    seed int, device_index int
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+if __package__:
+    from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics as num
+else:  # running as a script from the probe's temp dir on the target
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import fp4_numerics as num  # noqa: E402
+
+RUNNER_PROTOCOL = 1
+DEFAULT_SPEC = {
+    "m_list": [1, 9, 128, 150, 1024],
+    # (N, K): a small square-ish layer, a Llama-8B-like MLP slice and a
+    # DeepSeek/Qwen-like hidden size (K = 7168).  All N % 128 == 0 and K % 32 == 0
+    # so every backend's alignment rules are met; M carries the odd sizes (9, 150)
+    # that exercise row padding of the 128x4 scale layout.
+    "shapes": [{"n": 256, "k": 512}, {"n": 2048, "k": 4096}, {"n": 1536, "k": 7168}],
+    "moe_shapes": [{"hidden": 1024, "intermediate": 512, "experts": 8, "top_k": 2}],
+    "backends": None,
+    "timeout_s": 300.0,
+    "env_timeout_s": 120.0,
+    "total_timeout_s": 1500.0,
+    "warmup": 2,
+    "iters": 10,
+    "seed": 20260301,
+    "device_index": 0,
+    # CPU self-test of the reference when no GPU is present (kept small).
+    "cpu_reference_shapes": [{"n": 256, "k": 512}],
+    "cpu_reference_m_list": [1, 9, 150],
+}
+_OUTPUT_TAIL = 3000
+
+
+# =============================================================================
+# parent
+# =============================================================================
+
+def _tail(text, limit=_OUTPUT_TAIL):
+    text = text or ""
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def run_child(python, script, name, spec_path, timeout_s, workdir):
+    """Run one child step; never raises for child failures.
+
+    Returns a dict with ``status`` (``ok``/``crash``/``timeout``), ``data`` (the
+    child's JSON or None), ``returncode``, ``wall_s`` and ``output_tail``.
+    """
+    out_path = os.path.join(workdir, "child-%s.json" % name.replace("/", "_"))
+    if os.path.exists(out_path):
+        os.unlink(out_path)
+    cmd = [python, script, "--child", name, "--spec", spec_path, "--out", out_path]
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True, env=env, cwd=workdir)
+    try:
+        output, _ = proc.communicate(timeout=max(1.0, float(timeout_s)))
+        status = None
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        output, _ = proc.communicate()
+        status = "timeout"
+    wall = time.monotonic() - t0
+    text = (output or b"").decode("utf-8", "replace")
+    data = None
+    if os.path.exists(out_path):
+        try:
+            with open(out_path) as fh:
+                data = json.load(fh)
+        except ValueError:
+            data = None
+    if status is None:
+        status = "ok" if proc.returncode == 0 and data is not None else "crash"
+    return {"status": status, "data": data, "returncode": proc.returncode, "wall_s": round(wall, 3),
+            "output_tail": _tail(text), "timeout_s": timeout_s}
+
+
+def _describe_exit(child):
+    rc = child["returncode"]
+    if child["status"] == "timeout":
+        return "no result within %.0f s (process group killed)" % child["timeout_s"]
+    if rc is not None and rc < 0:
+        try:
+            sig = signal.Signals(-rc).name
+        except ValueError:
+            sig = str(-rc)
+        return "child killed by signal %s" % sig
+    return "child exited with status %s without a result" % rc
+
+
+def _failed_child_backend(key, child):
+    meta = num.BACKENDS.get(key, {})
+    verdict = "timeout" if child["status"] == "timeout" else "crash"
+    return {"kind": meta.get("kind"), "api": meta.get("api"), "sglang": meta.get("sglang"),
+            "verdict": verdict, "reason": _describe_exit(child), "source": "probe",
+            "evidence": child["output_tail"], "cases": [], "failed_cases": [], "score_us": None,
+            "wall_s": child["wall_s"]}
+
+
+def run_probe(spec, python=None, script=None, workdir=None):
+    """Run the whole probe; returns the result dict (see the module's RETURN)."""
+    full = dict(DEFAULT_SPEC)
+    full.update({k: v for k, v in (spec or {}).items() if v is not None})
+    python = python or sys.executable
+    script = script or os.path.abspath(__file__)
+    own_dir = workdir is None
+    workdir = workdir or tempfile.mkdtemp(prefix="fp4probe-run-")
+    t_start = time.monotonic()
+    deadline = t_start + float(full["total_timeout_s"])
+    spec_path = os.path.join(workdir, "spec.json")
+    with open(spec_path, "w") as fh:
+        json.dump(full, fh)
+    result = {"protocol": RUNNER_PROTOCOL, "python": python, "device": {"present": False},
+              "versions": {}, "fp4_paths_present": {}, "reference": None, "backends": {},
+              "not_offered": {}, "recommended": None,
+              "probe": {k: full[k] for k in ("m_list", "shapes", "moe_shapes", "warmup", "iters", "seed",
+                                              "timeout_s", "total_timeout_s")}}
+    try:
+        env = run_child(python, script, "env", spec_path, min(full["env_timeout_s"], deadline - time.monotonic()), workdir)
+        if env["status"] != "ok":
+            result["device"] = {"present": False, "reason": "environment check failed: %s" % _describe_exit(env),
+                                "evidence": env["output_tail"]}
+            result["recommended"] = num.recommend({})
+            return result
+        info = env["data"]
+        result["device"] = info["device"]
+        result["versions"] = info["versions"]
+        result["fp4_paths_present"] = info["fp4_paths_present"]
+        result["not_offered"] = info.get("not_offered", {})
+        result["import_errors"] = info.get("import_errors", {})
+        result["offered_mm_fp4_backends"] = info.get("offered_mm_fp4_backends", [])
+        wanted = full.get("backends")
+        candidates = [k for k in info.get("candidates", []) if not wanted or k in wanted]
+        if not info["device"].get("present"):
+            # No GPU: still prove the shipped reference runs in this interpreter (CPU).
+            ref = run_child(python, script, "reference", spec_path, max(1.0, min(full["timeout_s"], deadline - time.monotonic())), workdir)
+            result["reference"] = ref["data"] if ref["status"] == "ok" else {
+                "ok": False, "reason": _describe_exit(ref), "evidence": ref["output_tail"]}
+            result["recommended"] = num.recommend({})
+            result["recommended"]["reasons"] = {
+                num.GEMM_FLAG: "not probed: %s" % info["device"].get("reason"),
+                num.MOE_FLAG: "not probed: %s" % info["device"].get("reason")}
+            return result
+        ref = run_child(python, script, "reference", spec_path, max(1.0, min(full["timeout_s"], deadline - time.monotonic())), workdir)
+        result["reference"] = ref["data"] if ref["status"] == "ok" else {
+            "ok": False, "reason": _describe_exit(ref), "evidence": ref["output_tail"]}
+        for key in candidates:
+            left = deadline - time.monotonic()
+            meta = num.BACKENDS.get(key, {})
+            if left < 1.0:
+                result["backends"][key] = {"kind": meta.get("kind"), "api": meta.get("api"), "sglang": meta.get("sglang"),
+                                           "verdict": "timeout", "source": "probe", "cases": [], "failed_cases": [],
+                                           "score_us": None,
+                                           "reason": "probe budget total_timeout_s=%s spent before this backend ran" % full["total_timeout_s"]}
+                continue
+            child = run_child(python, script, key, spec_path, min(float(full["timeout_s"]), left), workdir)
+            if child["status"] != "ok":
+                result["backends"][key] = _failed_child_backend(key, child)
+                continue
+            b = child["data"]
+            if b.get("verdict") is None:  # cases ran: aggregate (one bad M fails it)
+                b.update(num.judge_backend(b.get("cases", [])))
+            else:
+                b.setdefault("failed_cases", [])
+                b.setdefault("score_us", None)
+            b["wall_s"] = child["wall_s"]
+            result["backends"][key] = b
+        result["recommended"] = num.recommend(result["backends"], full.get("allowed"))
+        return result
+    finally:
+        result["probe"]["wall_s"] = round(time.monotonic() - t_start, 3)
+        result["probe"]["setup_s"] = round(sum((b.get("setup_s") or 0.0) for b in result["backends"].values()), 3)
+        if own_dir:
+            for name in os.listdir(workdir):
+                os.unlink(os.path.join(workdir, name))
+            os.rmdir(workdir)
+
+
+# =============================================================================
+# children (torch lives here)
+# =============================================================================
+
+def _version(dist):
+    try:
+        from importlib import metadata
+    except ImportError:  # pragma: no cover
+        return None
+    try:
+        return metadata.version(dist)
+    except Exception:  # noqa: BLE001 (PackageNotFoundError and broken metadata alike)
+        return None
+
+
+def child_env(spec):
+    import importlib
+    import importlib.util
+    import platform
+
+    out = {"device": {"present": False}, "versions": {"python": platform.python_version()},
+           "fp4_paths_present": {}, "candidates": [], "not_offered": {}, "import_errors": {}}
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001
+        out["device"]["reason"] = "torch is not importable in %s: %s" % (sys.executable, exc)
+        return out
+    out["versions"].update(torch=torch.__version__, torch_cuda=torch.version.cuda)
+    try:
+        out["versions"]["cudnn"] = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    except Exception:  # noqa: BLE001
+        out["versions"]["cudnn"] = None
+    for dist in ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "sglang-kernel", "sgl-kernel",
+                 "sglang", "nvidia-cutlass-dsl", "nvidia-cudnn-frontend", "apache-tvm-ffi"):
+        out["versions"][dist] = _version(dist)
+    present = out["fp4_paths_present"]
+    fi = None
+    if importlib.util.find_spec("flashinfer") is not None:
+        try:
+            fi = importlib.import_module("flashinfer")
+            out["versions"]["flashinfer"] = getattr(fi, "__version__", None)
+        except Exception as exc:  # noqa: BLE001
+            out["import_errors"]["flashinfer"] = "%s: %s" % (type(exc).__name__, _tail(str(exc), 500))
+    present["flashinfer"] = fi is not None
+    for attr in ("mm_fp4", "fp4_quantize", "nvfp4_quantize", "e2m1_and_ufp8sf_scale_to_float"):
+        present["flashinfer.%s" % attr] = bool(fi is not None and hasattr(fi, attr))
+    moe_mod = None
+    if fi is not None:
+        try:
+            moe_mod = importlib.import_module("flashinfer.fused_moe")
+        except Exception as exc:  # noqa: BLE001
+            out["import_errors"]["flashinfer.fused_moe"] = "%s: %s" % (type(exc).__name__, _tail(str(exc), 500))
+    for attr in ("cutlass_fused_moe", "trtllm_fp4_block_scale_moe"):
+        present["flashinfer.fused_moe.%s" % attr] = bool(moe_mod is not None and hasattr(moe_mod, attr))
+    present["flashinfer.fused_moe.cute_dsl"] = bool(fi is not None and importlib.util.find_spec("flashinfer.fused_moe.cute_dsl") is not None)
+
+    sk = None
+    if importlib.util.find_spec("sgl_kernel") is not None:
+        try:
+            sk = importlib.import_module("sgl_kernel")
+        except Exception as exc:  # noqa: BLE001 (B07: ABI mismatch shows up here)
+            out["import_errors"]["sgl_kernel"] = "%s: %s" % (type(exc).__name__, _tail(str(exc), 500))
+    present["sgl_kernel"] = sk is not None
+    for attr in ("cutlass_scaled_fp4_mm", "scaled_fp4_quant"):
+        present["sgl_kernel.%s" % attr] = bool(sk is not None and hasattr(sk, attr))
+
+    offered = _mm_fp4_backends(fi) if present.get("flashinfer.mm_fp4") else []
+    out["offered_mm_fp4_backends"] = offered
+    for key, meta in sorted(num.BACKENDS.items()):
+        api = meta["api"]
+        if api == "flashinfer.mm_fp4":
+            if meta["library_backend"] in offered:
+                out["candidates"].append(key)
+            else:
+                out["not_offered"][key] = ("flashinfer not importable" if fi is None else
+                                           "flashinfer %s mm_fp4 offers %s" % (out["versions"].get("flashinfer"), offered))
+        elif present.get(api):
+            out["candidates"].append(key)
+        else:
+            out["not_offered"][key] = "%s not present in this venv" % api
+    if not torch.cuda.is_available():
+        out["device"]["reason"] = "torch.cuda.is_available() is False (torch %s, CUDA build %s, %d devices)" % (
+            torch.__version__, torch.version.cuda, torch.cuda.device_count())
+        return out
+    idx = int(spec.get("device_index", 0))
+    if idx >= torch.cuda.device_count():
+        out["device"]["reason"] = "device_index %d but only %d CUDA devices" % (idx, torch.cuda.device_count())
+        return out
+    major, minor = torch.cuda.get_device_capability(idx)
+    props = torch.cuda.get_device_properties(idx)
+    out["device"] = {"present": True, "index": idx, "name": props.name, "compute_capability": "%d.%d" % (major, minor),
+                     "cc": major * 10 + minor, "sm": "sm_%d%d" % (major, minor), "count": torch.cuda.device_count(),
+                     "total_memory_mib": int(props.total_memory // (1 << 20)),
+                     "arch_list": list(torch.cuda.get_arch_list())}
+
+    return out
+
+
+def _mm_fp4_backends(fi):
+    """Backend names the installed ``flashinfer.mm_fp4`` offers (version dependent:
+    v0.6.4 cudnn/trtllm/cutlass, +cute-dsl from 0.6.6, +b12x from 0.6.9)."""
+    import inspect
+    import typing
+
+    names = []
+    try:
+        ann = inspect.signature(fi.mm_fp4).parameters["backend"].annotation
+        names = [a for a in typing.get_args(ann) if isinstance(a, str)]
+    except Exception:  # noqa: BLE001
+        names = []
+    if not names:
+        names = ["cudnn", "trtllm", "cutlass", "cute-dsl", "b12x"]
+    check = getattr(fi.mm_fp4, "is_backend_supported", None)
+    if check is not None:  # backend_requirement decorator: True iff the backend exists at all
+        names = [n for n in names if n != "auto" and _safe_bool(check, n)]
+    return [n for n in names if n != "auto"]
+
+
+def _safe_bool(fn, *args):
+    try:
+        return bool(fn(*args))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class Unsupported(Exception):
+    """Raised by the probe itself when a capability table (not the library) rules a backend out."""
+
+
+def _gen(torch, shape, seed, device, scale=1.0):
+    g = torch.Generator(device="cpu")
+    g.manual_seed(int(seed))
+    return (torch.randn(*shape, generator=g, dtype=torch.float32) * scale).to(device=device, dtype=torch.bfloat16)
+
+
+def _time_calls(torch, fn, warmup, iters, cuda):
+    """Median time per call in microseconds; the last output is returned for re-checking."""
+    out = None
+    for _ in range(int(warmup)):
+        out = fn()
+    if cuda:
+        torch.cuda.synchronize()
+    times = []
+    for _ in range(max(1, int(iters))):
+        if cuda:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000.0)
+        else:
+            t0 = time.perf_counter()
+            out = fn()
+            times.append((time.perf_counter() - t0) * 1e6)
+    times.sort()
+    return times[len(times) // 2], out
+
+
+def child_reference(spec):
+    """Reference NVFP4 quantize -> dequantize -> matmul on the probe device (CPU without GPU)."""
+    import torch
+    import nvfp4_reference as ref
+
+    cuda = torch.cuda.is_available()
+    dev = torch.device("cuda", int(spec.get("device_index", 0))) if cuda else torch.device("cpu")
+    shapes = spec["shapes"] if cuda else spec["cpu_reference_shapes"]
+    m_list = spec["m_list"] if cuda else spec["cpu_reference_m_list"]
+    cases = []
+    t0 = time.monotonic()
+    ok = True
+    for si, shp in enumerate(shapes):
+        n, k = int(shp["n"]), int(shp["k"])
+        b = _gen(torch, (n, k), spec["seed"] + 1000 * si, dev)
+        b_q = ref.quantize(b)
+        # Round trip: re-quantizing the dequantized tensor with the same global scale
+        # must reproduce the bytes exactly (the reference is a projection).
+        rq = ref.quantize(b_q.dequantize(), global_scale=b_q.global_scale)
+        roundtrip = bool(torch.equal(rq.packed, b_q.packed)) and bool(
+            torch.equal(rq.scales.view(torch.uint8), b_q.scales.view(torch.uint8)))
+        for m in m_list:
+            a = _gen(torch, (int(m), k), spec["seed"] + 1000 * si + int(m), dev)
+
+            def step():
+                a_q = ref.quantize(a)
+                return a_q, ref.reference_gemm(a_q, b_q)
+
+            t_us, (a_q, deq) = _time_calls(torch, step, 1, 3, cuda)
+            base = a.float() @ b.float().t()
+            cmp_ = num.compare(base, deq.to(torch.bfloat16), rel_tol=0.5, min_cosine=0.95, min_row_cosine=0.9)
+            snr = ref.quantization_snr_db(a, a_q)
+            case_ok = bool(roundtrip and cmp_.ok and snr > 15.0)
+            ok = ok and case_ok
+            cases.append({"m": int(m), "n": n, "k": k, "ok": case_ok, "time_us": round(t_us, 1),
+                          "roundtrip_exact": roundtrip, "snr_db_a": round(snr, 2),
+                          "cosine_vs_bf16": round(cmp_.metrics.get("cosine", float("nan")), 6),
+                          "min_row_cosine_vs_bf16": round(cmp_.metrics.get("min_row_cosine", float("nan")), 6)})
+    if cuda:
+        torch.cuda.synchronize()
+    return {"ok": ok, "device": str(dev), "device_name": torch.cuda.get_device_name(dev) if cuda else "cpu",
+            "cases": cases, "wall_s": round(time.monotonic() - t0, 3),
+            "reason": "quantize->dequantize->matmul of the reference; cosine vs bf16 matmul of the original "
+                      "inputs is the NVFP4 quantization error alone"}
+
+
+def _gemm_call_factory(key, torch, cc):
+    """Return ``(prepare_b, call)`` for a dense backend, or raise Unsupported/ImportError."""
+    import nvfp4_reference as ref
+
+    meta = num.BACKENDS[key]
+    if meta["api"] == "flashinfer.mm_fp4":
+        import flashinfer
+
+        lib_backend = meta["library_backend"]
+
+        def prepare_b(b_q):
+            if lib_backend == "trtllm":
+                # TRT-LLM GEMM wants B rows shuffled for its epilogue and B's scales
+                # shuffled from the LINEAR layout (flashinfer nvfp4_quantize(do_shuffle=True)).
+                from flashinfer import shuffle_matrix_a, shuffle_matrix_sf_a
+                lin = b_q.linear_scales().view(torch.uint8)
+                return (shuffle_matrix_a(b_q.packed, 128),
+                        shuffle_matrix_sf_a(lin, 128).reshape(lin.shape).view(torch.float8_e4m3fn))
+            return b_q.packed, b_q.scales
+
+        def call(a_q, prepared_b, alpha, out):
+            bp, bs = prepared_b
+            return flashinfer.mm_fp4(a_q.packed, bp.T, a_q.scales, bs.T, alpha, torch.bfloat16, out,
+                                     block_size=16, use_8x4_sf_layout=False, backend=lib_backend)
+
+        return prepare_b, call
+    if meta["api"] == "sgl_kernel.cutlass_scaled_fp4_mm":
+        if cc < 100:
+            raise Unsupported("sgl_kernel NVFP4 GEMM needs compute capability >= 10.0 (CUTLASS SM100/SM120 "
+                              "block-scaled MMA; sgl-kernel tests skip below 10.0); this GPU is %d.%d" % (cc // 10, cc % 10))
+        import sgl_kernel
+
+        def call(a_q, prepared_b, alpha, out):
+            bp, bs = prepared_b
+            return sgl_kernel.cutlass_scaled_fp4_mm(a_q.packed, bp, a_q.scales, bs, alpha, torch.bfloat16)
+
+        return (lambda b_q: (b_q.packed, b_q.scales)), call
+    raise Unsupported("no dense GEMM driver for %s" % key)
+
+
+def _error_case(exc, extra):
+    etype = type(exc).__name__
+    verdict = "unsupported" if isinstance(exc, Unsupported) else num.classify_exception(etype, str(exc))
+    case = dict(extra)
+    case.update(verdict=verdict, error_type=etype, reason=_tail("%s: %s" % (etype, exc), 800))
+    if verdict == "crash":
+        case["traceback"] = _tail(traceback.format_exc(), 1500)
+    return case
+
+
+def child_gemm(key, spec):
+    import torch
+    import nvfp4_reference as ref
+
+    idx = int(spec.get("device_index", 0))
+    torch.cuda.set_device(idx)
+    dev = torch.device("cuda", idx)
+    major, minor = torch.cuda.get_device_capability(idx)
+    cc = major * 10 + minor
+    meta = num.BACKENDS[key]
+    res = {"kind": "gemm", "api": meta["api"], "library_backend": meta["library_backend"], "sglang": meta["sglang"],
+           "cases": [], "setup_s": None, "verdict": None}
+    try:
+        prepare_b, call = _gemm_call_factory(key, torch, cc)
+    except Exception as exc:  # noqa: BLE001
+        case = _error_case(exc, {})
+        res.update(verdict=case["verdict"], reason=case["reason"], source="capability_table" if isinstance(exc, Unsupported) else "library",
+                   error_type=case["error_type"])
+        return res
+    tol = num.GEMM_TOLERANCES
+    first = True
+    for si, shp in enumerate(spec["shapes"]):
+        n, k = int(shp["n"]), int(shp["k"])
+        b = _gen(torch, (n, k), spec["seed"] + 1000 * si, dev)
+        b_q = ref.quantize(b)
+        try:
+            prepared = prepare_b(b_q)
+        except Exception as exc:  # noqa: BLE001
+            res["cases"].append(_error_case(exc, {"m": None, "n": n, "k": k}))
+            break
+        stop = False
+        for m in spec["m_list"]:
+            m = int(m)
+            a = _gen(torch, (m, k), spec["seed"] + 1000 * si + m, dev)
+            a_q = ref.quantize(a)
+            alpha = ref.alpha_for(a_q, b_q)
+            deq_ref = ref.reference_gemm(a_q, b_q)
+            base = a.float() @ b.float().t()
+            out = torch.empty((m, n), dtype=torch.bfloat16, device=dev)
+            case = {"m": m, "n": n, "k": k}
+            try:
+                t0 = time.monotonic()
+                y = call(a_q, prepared, alpha, out)
+                torch.cuda.synchronize()
+                if first:
+                    res["setup_s"] = round(time.monotonic() - t0, 3)  # JIT/autotune land here
+                    first = False
+                first_out = (y if y is not None else out).clone()
+                t_us, y2 = _time_calls(torch, lambda: call(a_q, prepared, alpha, out), spec["warmup"], spec["iters"], True)
+                last_out = (y2 if y2 is not None else out).clone()
+            except Exception as exc:  # noqa: BLE001
+                case = _error_case(exc, case)
+                res["cases"].append(case)
+                stop = True  # library refusal, or a CUDA error that poisons the context
+                break
+            c1 = num.compare(deq_ref, first_out, baseline=base, **tol)
+            c2 = num.compare(deq_ref, last_out, **tol)
+            worst = c1 if not c1.ok else c2  # either the first or a repeated call failing fails the case
+            case.update(verdict=worst.verdict, reason=worst.reason if c1.ok else "first call: " + worst.reason,
+                        time_us=round(t_us, 2), metrics=_round(c1.metrics),
+                        repeat_ok=bool(c2.ok))
+            res["cases"].append(case)
+        if stop:
+            break
+    vs = {c["verdict"] for c in res["cases"]}
+    if vs and vs <= {"unsupported"}:
+        c0 = res["cases"][0]
+        res.update(verdict="unsupported", reason=c0["reason"], source="library", error_type=c0.get("error_type"),
+                   failed_cases=[], score_us=None)
+    return res
+
+
+def _round(metrics):
+    return {k: (round(v, 7) if isinstance(v, float) else v) for k, v in metrics.items()}
+
+
+def _moe_problem(torch, ref, shp, m, seed, dev):
+    """Random NVFP4 MoE layer + routing + its fp32 reference output.
+
+    Layout (FlashInfer cutlass_fused_moe, tests/moe/test_trtllm_cutlass_fused_moe.py):
+    fc1 ``[E, 2I, H]`` holds ``[up; gate]`` (gate = second half), activation
+    ``silu(x @ gate^T) * (x @ up^T)``; fc2 ``[E, H, I]``; the intermediate is
+    re-quantized to NVFP4 with one global scale before fc2; routing = softmax,
+    top-k, renormalised.
+    """
+    H, I, E, K = int(shp["hidden"]), int(shp["intermediate"]), int(shp["experts"]), int(shp["top_k"])
+    x = _gen(torch, (m, H), seed + 7 * m, dev)
+    w1 = _gen(torch, (E, 2 * I, H), seed + 1, dev, 0.1)
+    w2 = _gen(torch, (E, H, I), seed + 2, dev, 0.1)
+    logits = _gen(torch, (m, E), seed + 3 + m, dev).float()
+    w = torch.softmax(logits, dim=-1)
+    topw, topi = torch.topk(w, K, dim=-1)
+    topw = topw / topw.sum(dim=-1, keepdim=True)
+    x_q = ref.quantize(x)
+    w1_q = [ref.quantize(w1[e]) for e in range(E)]
+    w2_q = [ref.quantize(w2[e]) for e in range(E)]
+    xd = x_q.dequantize()
+    w1d = torch.stack([q.dequantize() for q in w1_q])
+    w2d = torch.stack([q.dequantize() for q in w2_q])
+    tok = torch.arange(m, device=dev).repeat_interleave(K)
+    ex = topi.reshape(-1)
+    h1 = torch.einsum("th,tnh->tn", xd[tok], w1d[ex])
+    up, gate = h1[:, :I], h1[:, I:]
+    inter = torch.nn.functional.silu(gate) * up
+    a2_gs = ref.global_scale_for(inter)
+    inter_d = ref.quantize(inter, global_scale=a2_gs).dequantize()
+    y = torch.einsum("ti,thi->th", inter_d, w2d[ex]) * topw.reshape(-1, 1)
+    deq_ref = y.view(m, K, H).sum(dim=1)
+    # bf16 baseline: same routing, original weights, no quantization anywhere.
+    h1b = torch.einsum("th,tnh->tn", x.float()[tok], w1.float()[ex])
+    base = (torch.einsum("ti,thi->th", torch.nn.functional.silu(h1b[:, I:]) * h1b[:, :I], w2.float()[ex])
+            * topw.reshape(-1, 1)).view(m, K, H).sum(dim=1)
+    return {"x_q": x_q, "w1_q": w1_q, "w2_q": w2_q, "a2_gs": a2_gs, "topi": topi, "topw": topw,
+            "deq_ref": deq_ref, "base": base, "H": H, "I": I, "E": E, "K": K}
+
+
+def child_moe(key, spec):
+    import torch
+    import nvfp4_reference as ref
+
+    idx = int(spec.get("device_index", 0))
+    torch.cuda.set_device(idx)
+    dev = torch.device("cuda", idx)
+    major, minor = torch.cuda.get_device_capability(idx)
+    cc = major * 10 + minor
+    meta = num.BACKENDS[key]
+    res = {"kind": "moe", "api": meta["api"], "sglang": meta["sglang"], "cases": [], "setup_s": None, "verdict": None}
+    if key in ("moe/flashinfer_trtllm", "moe/flashinfer_cutedsl"):
+        # Not driven numerically by this probe (weight shuffling / masked layouts);
+        # only the documented capability gate is applied.  SM10x-only (fact sheet s.7).
+        if major != 10:
+            res.update(verdict="unsupported", source="capability_table",
+                       reason="%s kernels are SM100-family only (compute capability 10.x); this GPU is %d.%d "
+                              "(SGLang: 'trtllm-gen MoE kernels are SM100-only'; FlashInfer cute-dsl MoE "
+                              "admissible_archs exclude sm_120a)" % (meta["api"], major, minor))
+        else:
+            res.update(verdict="unsupported", source="probe",
+                       reason="present but not exercised by this probe version on SM10x; not recommended")
+        return res
+    if major not in (10, 11, 12):
+        res.update(verdict="unsupported", source="capability_table",
+                   reason="NVFP4 cutlass_fused_moe needs compute capability 10.x/11.x/12.x (FlashInfer's NVFP4 MoE "
+                          "test skips other GPUs; SM120 support since flashinfer 0.6.7, #2725); this GPU is %d.%d" % (major, minor))
+        return res
+    from flashinfer.fused_moe import cutlass_fused_moe
+
+    first = True
+    for si, shp in enumerate(spec["moe_shapes"]):
+        for m in spec["m_list"]:
+            m = int(m)
+            case = {"m": m, "n": int(shp["hidden"]), "k": int(shp["hidden"]), "experts": int(shp["experts"]),
+                    "top_k": int(shp["top_k"]), "intermediate": int(shp["intermediate"])}
+            p = _moe_problem(torch, ref, shp, m, spec["seed"] + 100 * si, dev)
+            a1_gs = p["x_q"].global_scale.reshape(())
+            w1_gs = torch.stack([q.global_scale for q in p["w1_q"]])
+            w2_gs = torch.stack([q.global_scale for q in p["w2_q"]])
+            w1_packed = torch.stack([q.packed for q in p["w1_q"]]).contiguous()
+            w2_packed = torch.stack([q.packed for q in p["w2_q"]]).contiguous()
+            w1_sf = torch.stack([q.scales for q in p["w1_q"]]).contiguous()
+            w2_sf = torch.stack([q.scales for q in p["w2_q"]]).contiguous()
+            quant_scales = [a1_gs, w1_sf.view(torch.int32), (1.0 / (a1_gs * w1_gs)).float(),
+                            p["a2_gs"].reshape(()), w2_sf.view(torch.int32), (1.0 / (p["a2_gs"] * w2_gs)).float()]
+            out = torch.empty((m, p["H"]), dtype=torch.bfloat16, device=dev)
+
+            def run():
+                cutlass_fused_moe(p["x_q"].packed, p["topi"].to(torch.int32).contiguous(), p["topw"].float().contiguous(),
+                                  w1_packed.view(torch.long), w2_packed.view(torch.long), torch.bfloat16,
+                                  quant_scales=quant_scales, input_sf=p["x_q"].scales, output=out)
+                return out
+
+            try:
+                t0 = time.monotonic()
+                run()
+                torch.cuda.synchronize()
+                if first:
+                    res["setup_s"] = round(time.monotonic() - t0, 3)
+                    first = False
+                first_out = out.clone()
+                t_us, _ = _time_calls(torch, run, spec["warmup"], spec["iters"], True)
+                last_out = out.clone()
+            except Exception as exc:  # noqa: BLE001
+                res["cases"].append(_error_case(exc, case))
+                break
+            c1 = num.compare(p["deq_ref"], first_out, baseline=p["base"], **num.MOE_TOLERANCES)
+            c2 = num.compare(p["deq_ref"], last_out, **num.MOE_TOLERANCES)
+            worst = c1 if not c1.ok else c2
+            case.update(verdict=worst.verdict, reason=worst.reason if c1.ok else "first call: " + worst.reason,
+                        time_us=round(t_us, 2), metrics=_round(c1.metrics), repeat_ok=bool(c2.ok))
+            res["cases"].append(case)
+    vs = {c["verdict"] for c in res["cases"]}
+    if vs and vs <= {"unsupported"}:
+        c0 = res["cases"][0]
+        res.update(verdict="unsupported", reason=c0["reason"], source="library", error_type=c0.get("error_type"))
+    return res
+
+
+def run_child_step(name, spec):
+    if name == "env":
+        return child_env(spec)
+    if name == "reference":
+        return child_reference(spec)
+    meta = num.BACKENDS.get(name)
+    if meta is None:
+        raise SystemExit("unknown probe step %r" % name)
+    return child_moe(name, spec) if meta["kind"] == "moe" else child_gemm(name, spec)
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--spec", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--child", default=None)
+    args = ap.parse_args(argv)
+    with open(args.spec) as fh:
+        spec = json.load(fh)
+    if args.child:
+        full = dict(DEFAULT_SPEC)
+        full.update(spec)
+        data = run_child_step(args.child, full)
+    else:
+        data = run_probe(spec, workdir=None)
+    tmp = args.out + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True, default=str)
+    os.replace(tmp, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
