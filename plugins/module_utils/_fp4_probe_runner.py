@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: (c) 2026, blackwell.sglang contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
 """FP4 kernel probe runner: executes in the TARGET venv's Python, not Ansible's.
 
 ``fp4_kernel_probe`` writes this file plus ``fp4_numerics.py`` and
@@ -40,6 +40,7 @@ import traceback
 
 if __package__:
     from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics as num
+    from ansible_collections.blackwell.sglang.plugins.module_utils import nvfp4_reference as _nvfp4_reference
 else:  # running as a script from the probe's temp dir on the target
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import fp4_numerics as num  # noqa: E402
@@ -66,6 +67,115 @@ DEFAULT_SPEC = {
     "cpu_reference_m_list": [1, 9, 150],
 }
 _OUTPUT_TAIL = 3000
+
+
+# =============================================================================
+# shipping (runs inside the Ansible module, on the target, under Ansible's Python)
+# =============================================================================
+
+class ProbeError(Exception):
+    """The runner could not be started or returned no result (not a backend failure)."""
+
+    def __init__(self, message, output_tail=""):
+        super(ProbeError, self).__init__(message)
+        self.message = message
+        self.output_tail = output_tail
+
+
+def _module_source(mod):
+    """Source text of an imported module, also from inside an AnsiballZ zip."""
+    import inspect
+
+    try:
+        return inspect.getsource(mod)
+    except (OSError, TypeError):
+        loader = getattr(mod, "__loader__", None)
+        src = loader.get_source(mod.__name__) if loader is not None and hasattr(loader, "get_source") else None
+        if not src:
+            raise ProbeError("cannot read the source of %s to ship it to the target python" % mod.__name__)
+        return src
+
+
+def ship_sources(dest):
+    """Write the runner and the two modules it imports into ``dest`` as plain files.
+
+    Returns the runner's path.  The files are read from the loaded modules
+    (``inspect.getsource``), so they travel inside the AnsiballZ payload like any
+    module_utils and need no collection installed on the target.
+    """
+    if not __package__:
+        raise ProbeError("ship_sources() must be called from the collection (module_utils import)")
+    files = {"_fp4_probe_runner.py": sys.modules[__name__], "fp4_numerics.py": num,
+             "nvfp4_reference.py": _nvfp4_reference}
+    for name, mod in files.items():
+        with open(os.path.join(dest, name), "w") as fh:
+            fh.write(_module_source(mod))
+    return os.path.join(dest, "_fp4_probe_runner.py")
+
+
+def _json_safe(obj):
+    """Replace NaN/Inf floats (not valid JSON) by None, recursively."""
+    if isinstance(obj, float):
+        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    return obj
+
+
+def execute_probe(python, spec, workdir, environ=None, grace_s=60.0):
+    """Ship the runner into ``workdir`` and run it with ``python`` (the target venv).
+
+    Args:
+        python: interpreter of the venv under test (str path).
+        spec: probe spec (see the module docstring); ``total_timeout_s`` bounds the run.
+        workdir: existing private directory (the module's tmpdir); the caller removes it.
+        environ: extra environment variables for the runner and its children.
+        grace_s: seconds allowed beyond ``total_timeout_s`` before the runner's
+            process group is killed.
+    Returns:
+        the runner's result dict (JSON-safe), with ``probe.runner_wall_s`` added.
+    Raises:
+        ProbeError: python missing, runner killed, or no/invalid result file.
+    """
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        raise ProbeError("python %s does not exist or is not executable (is the venv built?)" % python)
+    script = ship_sources(workdir)
+    full = dict(DEFAULT_SPEC)
+    full.update({k: v for k, v in (spec or {}).items() if v is not None})
+    spec_path = os.path.join(workdir, "probe-spec.json")
+    out_path = os.path.join(workdir, "probe-result.json")
+    with open(spec_path, "w") as fh:
+        json.dump(full, fh)
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # the controller's/AnsiballZ's path must not leak into the venv's python
+    env.update({str(k): str(v) for k, v in (environ or {}).items()})  # explicit settings win
+    env["PYTHONUNBUFFERED"] = "1"
+    limit = float(full["total_timeout_s"]) + float(grace_s)
+    t0 = time.monotonic()
+    proc = subprocess.Popen([python, script, "--spec", spec_path, "--out", out_path], cwd=workdir, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        output, _ = proc.communicate()
+        raise ProbeError("probe runner gave no result within %.0f s; killed" % limit,
+                         _tail((output or b"").decode("utf-8", "replace")))
+    text = _tail((output or b"").decode("utf-8", "replace"))
+    if proc.returncode != 0 or not os.path.exists(out_path):
+        raise ProbeError("probe runner failed (exit status %s) under %s" % (proc.returncode, python), text)
+    try:
+        with open(out_path) as fh:
+            result = json.load(fh)
+    except ValueError as exc:
+        raise ProbeError("probe runner wrote invalid JSON: %s" % exc, text)
+    result.setdefault("probe", {})["runner_wall_s"] = round(time.monotonic() - t0, 3)
+    return _json_safe(result)
 
 
 # =============================================================================

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# Copyright: (c) 2026, blackwell.sglang contributors
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
 """Reference NVFP4 quantizer / dequantizer in plain PyTorch (CPU or CUDA).
 
 This is the yardstick the FP4 kernel probe measures every backend against, so it
