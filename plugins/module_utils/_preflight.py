@@ -22,6 +22,7 @@ import os
 import re
 
 from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import GIB, build_parallelism
+from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import arch_coverage
 from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import driver_supports_cuda
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import major_minor, parse_torch_version
 
@@ -51,6 +52,7 @@ DEFAULT_CONFIG = {
         "apt": {"x86_64": ["ubuntu2204", "ubuntu2404", "debian12"], "aarch64": ["ubuntu2204", "ubuntu2404"]},
     },
     "apt_repo_arch": {"x86_64": "x86_64", "aarch64": "sbsa"},
+    "apt_distro_slugs": {"Ubuntu": {"22.04": "ubuntu2204", "24.04": "ubuntu2404"}, "Debian": {"12": "debian12"}},
     "cuda_repo_slug": "",
     "min_glibc": "2.28",
     "distribution": {},
@@ -401,22 +403,19 @@ def check_torch_arch(tool, cfg):
     archs = torch.get("arch_list") or []
     target = cfg["target_compute_capability"]
     major, minor = _cc_tuple(target)
-    sm, ptx = "sm_%d%d" % (major, minor), "compute_%d%d" % (major, minor)
+    sm = "sm_%d%d" % (major, minor)
     if not archs:
         return check(name, FAIL if cfg["require_gpu"] else WARN,
                      "torch %s reports no CUDA architectures (CPU build or no CUDA runtime)" % torch.get("version"),
                      "install a cu130 torch build that includes %s" % sm)
-    if sm in archs or ptx in archs:
-        return check(name, PASS, "torch %s includes %s (%s)" % (torch.get("version"), sm if sm in archs else ptx,
-                                                                " ".join(archs)))
-    same_major = [a for a in archs if re.match(r"^(sm|compute)_%d(\d)$" % major, a) and
-                  int(re.match(r"^(?:sm|compute)_%d(\d)$" % major, a).group(1)) <= minor]
-    if same_major:
-        return check(name, WARN, "torch %s has no %s but %s runs on compute capability %s by binary compatibility "
-                     "within major %d" % (torch.get("version"), sm, same_major[-1], target, major),
-                     "prefer a torch build with %s" % sm)
-    return check(name, FAIL, "torch %s supports %s only: no %s, so GPU work fails with 'no kernel image is "
-                 "available for execution on the device'" % (torch.get("version"), " ".join(archs), sm),
+    cover = arch_coverage(archs, target)
+    listed = " ".join(archs)
+    if cover["covered"] and cover["kind"] in ("exact", "sass"):
+        return check(name, PASS, "torch %s: %s (%s)" % (torch.get("version"), cover["message"], listed))
+    if cover["covered"]:
+        return check(name, WARN, "torch %s: %s (%s)" % (torch.get("version"), cover["message"], listed),
+                     "prefer a torch build with %s SASS (cu130 nightly/stable)" % sm)
+    return check(name, FAIL, "torch %s: %s" % (torch.get("version"), cover["message"]),
                  "install a torch nightly/stable cu130 build (its arch list includes %s)" % sm)
 
 
@@ -599,8 +598,17 @@ def check_proxy(host, cfg, env):
     return check(name, PASS, msg)
 
 
-def apt_slug(dist):
-    """CUDA apt repository slug from Ansible distribution facts: Ubuntu 24.04 -> ubuntu2404, Debian 12 -> debian12."""
+def apt_slug(dist, slug_map=None):
+    """CUDA apt repository slug from Ansible distribution facts: Ubuntu 24.04 -> ubuntu2404, Debian 12 -> debian12.
+
+    ``slug_map`` (``{"Ubuntu": {"24.04": "ubuntu2404"}, "Debian": {"12": "debian12"}}``, the cuda_toolchain role's
+    ``cuda_toolchain_apt_distro_slugs``) wins; otherwise the slug is composed from name and version so that the
+    failure message can name what the host would need (``popos2204``).
+    """
+    by_version = (slug_map or {}).get(dist.get("distribution") or "", {})
+    for key in (str(dist.get("version") or ""), str(dist.get("major_version") or "")):
+        if key and key in by_version:
+            return by_version[key]
     name = (dist.get("distribution") or "").lower()
     version = str(dist.get("version") or "")
     if name == "ubuntu":
@@ -620,7 +628,7 @@ def check_distribution(cfg):
     if method == "apt":
         supported = (cfg["supported_distributions"].get("apt") or {}).get(arch) or []
         repo_arch = (cfg.get("apt_repo_arch") or {}).get(arch)
-        slug = cfg.get("cuda_repo_slug") or apt_slug(dist)
+        slug = cfg.get("cuda_repo_slug") or apt_slug(dist, cfg.get("apt_distro_slugs"))
         label = "%s %s (%s)" % (dist.get("distribution"), dist.get("version"), arch)
         if not repo_arch or slug not in supported:
             choices = ", ".join("%s/%s" % (s, (cfg.get("apt_repo_arch") or {}).get(a, a))

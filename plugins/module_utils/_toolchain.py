@@ -25,9 +25,9 @@ import json
 import os
 import re
 
+from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import gpu_arch_list
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import parse_nvcc_version
 
-_ARCH_RE = re.compile(r"\b(compute_\d+[a-z]?)\b")
 _CUDART_RE = re.compile(r"^\s*#\s*define\s+CUDART_VERSION\s+(\d+)", re.MULTILINE)
 _CMAKE_RE = re.compile(r"cmake version (\d+)\.(\d+)(?:\.(\d+))?")
 
@@ -50,22 +50,6 @@ TORCH_PROBE = (
     "        out['arch_error'] = str(exc)\n"
     "print('BLACKWELL_TORCH_PROBE ' + json.dumps(out))\n"
 )
-
-
-def parse_list_gpu_arch(text):
-    """``nvcc --list-gpu-arch`` output -> ordered list of ``compute_NN`` strings (duplicates dropped)."""
-    seen = []
-    for arch in _ARCH_RE.findall(text or ""):
-        if arch not in seen:
-            seen.append(arch)
-    return seen
-
-
-def arch_supported(arch_list, compute_cap):
-    """True when ``compute_<major><minor>`` (e.g. ``compute_120`` for "12.0") is in the list."""
-    major, minor = str(compute_cap).split(".")[:2]
-    want = "compute_%d%d" % (int(major), int(minor))
-    return any(a == want or a.startswith(want) and a[len(want):].isalpha() for a in arch_list or [])
 
 
 def parse_cudart_version(text):
@@ -180,7 +164,7 @@ def collect_nvcc(run, cuda_home, path_env):
         facts["version"], facts["version_error"] = _nvcc_version(run, nvcc)
         rc, out, err = run([nvcc, "--list-gpu-arch"])
         if rc == 0:
-            facts["arch_list"] = parse_list_gpu_arch(out)
+            facts["arch_list"] = gpu_arch_list(out)
         else:
             facts["arch_error"] = "nvcc --list-gpu-arch failed (rc=%s): %s" % (rc, (err or out).strip()[:200])
     for inc in include_dirs(cuda_home) if os.path.isdir(cuda_home) else []:
