@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Host directories that every sandbox container mounts (Molecule runs this as its `dependency` step; the
+# sandbox_up playbook and `make` call it too). Idempotent.
+#   .cache/pip        -> /root/.cache/pip   (shared pip cache, read-write)
+#   .cache/mirror     -> /srv/mirror        (local SGLang git mirror, read-only)
+#   .cache/wheelhouse -> /opt/wheels        (link to $BLACKWELL_WHEELHOUSE or /opt/wheels; else an empty dir)
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+mkdir -p "$repo/.cache/pip" "$repo/.cache/mirror"
+src=${BLACKWELL_WHEELHOUSE:-/opt/wheels}
+link=$repo/.cache/wheelhouse
+if [[ -d $link && ! -L $link ]]; then
+  exit 0                        # a real directory: the operator's own wheelhouse, keep it
+fi
+if [[ -d $src ]]; then
+  [[ $(readlink "$link" 2>/dev/null) == "$src" ]] || ln -sfn "$src" "$link"
+else
+  rm -f "$link"
+  mkdir -p "$link"
+fi
