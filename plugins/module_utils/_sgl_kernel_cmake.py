@@ -382,6 +382,14 @@ class _Interp(object):
         return not (var.upper() in _FALSE or var.upper().endswith("-NOTFOUND"))
 
 
+def _refs_unresolved(args, globs):
+    out = []
+    for text, _q in args:
+        for var in _VAR_RE.findall(text):
+            out.extend(g for g in globs.get(var, []) if g not in out)
+    return out
+
+
 def estimate_build_cost(text, cuda_version="13.0", defines=None, source_dir=None, processor="x86_64"):
     """Translation units x gencodes for each extension built by a sgl-kernel CMakeLists.txt.
 
@@ -454,8 +462,10 @@ def estimate_build_cost(text, cuda_version="13.0", defines=None, source_dir=None
                     it.cache[var] = ";".join(it.expand_list(vals[:idx]))
             else:
                 it.vars[var] = ";".join(it.expand_list(vals))
+            globs[var] = _refs_unresolved(vals, globs)
         elif name == "list" and len(words) >= 2 and words[0].upper() in ("APPEND", "PREPEND"):
             var = it.expand(words[1])
+            globs[var] = globs.get(var, []) + _refs_unresolved(cmd.args[2:], globs)
             cur = [x for x in (it.get(var) or "").split(";") if x]
             new = it.expand_list(cmd.args[2:])
             it.vars[var] = ";".join(cur + new if words[0].upper() == "APPEND" else new + cur)
@@ -478,10 +488,7 @@ def estimate_build_cost(text, cuda_version="13.0", defines=None, source_dir=None
             tname = it.expand(words[0])
             rest = it.expand_list(cmd.args[1:])
             srcs = [w for w in rest if w.lower().endswith(_SOURCE_EXT)]
-            unresolved = []
-            for text_, _q in cmd.args[1:]:
-                for var in _VAR_RE.findall(text_):
-                    unresolved.extend(globs.get(var, []))
+            unresolved = _refs_unresolved(cmd.args[1:], globs)
             targets[tname] = {"sources": srcs, "flags": [], "unresolved_globs": unresolved, "line": cmd.line}
             order.append(tname)
         elif name == "target_sources" and words and it.expand(words[0]) in targets:

@@ -203,7 +203,7 @@ def patch_cccl_include(f):
     if _CCCL_BEGIN in f.text:
         return "already_applied", "CCCL include block present"
     cmds = cm.scan(f.text)
-    handles = [c for c in cmds if re.search(r"include/cccl|CCCL::CCCL|cuda/std/utility", c.raw_args)]
+    handles = [c for c in cmds if re.search(r"/cccl\b|CCCL::CCCL|cuda/std/utility", c.raw_args)]
     if handles:
         return "not_needed", "the CMakeLists already handles CCCL (line %d)" % handles[0].line
     project = [c for c in cmds if c.name == "project" and "CUDA" in [w.upper() for w in c.words]]
