@@ -56,6 +56,7 @@ DEFAULT_SPEC = {
     "moe_shapes": [{"hidden": 1024, "intermediate": 512, "experts": 8, "top_k": 2}],
     "backends": None,
     "timeout_s": 300.0,
+    "fork_server": True,
     "env_timeout_s": 120.0,
     "total_timeout_s": 1500.0,
     "warmup": 2,
@@ -249,6 +250,228 @@ def _failed_child_backend(key, child):
             "wall_s": child["wall_s"]}
 
 
+def _readline(fd, deadline, buf):
+    """Read one line from a raw fd before ``deadline`` (monotonic); None on timeout/EOF."""
+    import select
+
+    while b"\n" not in buf[0]:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None
+        ready, _, _ = select.select([fd], [], [], left)
+        if not ready:
+            return None
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            return None
+        buf[0] += chunk
+    line, rest = buf[0].split(b"\n", 1)
+    buf[0] = rest
+    return line.decode("utf-8", "replace")
+
+
+class StepLauncher(object):
+    """Runs probe steps in isolated processes.
+
+    Preferred: a fork server ("zygote") that imports torch/FlashInfer once WITHOUT
+    touching CUDA and forks one worker per step, so every backend still gets its
+    own process (crash/hang contained, killed on timeout) without paying the
+    several-second import each time (H200 run: ~5 s per spawned child).  The
+    zygote first proves that a forked worker can initialise CUDA; if that, the
+    zygote's start, or the zygote itself fails, steps fall back to one freshly
+    spawned interpreter each.
+    """
+
+    def __init__(self, python, script, spec_path, workdir, use_fork=True, ready_timeout=120.0):
+        self.python, self.script, self.spec_path, self.workdir = python, script, spec_path, workdir
+        self.proc = None
+        self.buf = [b""]
+        self.mode = "spawn"
+        self.note = "fork server disabled" if not use_fork else None
+        if use_fork:
+            self._start(ready_timeout)
+
+    def _start(self, ready_timeout):
+        log = open(os.path.join(self.workdir, "zygote.log"), "wb")
+        env = dict(os.environ)
+        env["PYTHONUNBUFFERED"] = "1"
+        try:
+            self.proc = subprocess.Popen([self.python, self.script, "--zygote", "--spec", self.spec_path, "--out",
+                                          os.path.join(self.workdir, "zygote.json")],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                         start_new_session=True, env=env, cwd=self.workdir)
+        finally:
+            log.close()
+        line = _readline(self.proc.stdout.fileno(), time.monotonic() + ready_timeout, self.buf)
+        if line is None or not line.startswith("READY"):
+            self.note = "fork server not ready (%s); spawning one interpreter per step" % (line or "no answer")
+            self.close()
+            return
+        info = json.loads(line[len("READY"):] or "{}")
+        if info.get("fork_ok"):
+            self.mode = "fork"
+            self.note = info.get("note")
+        else:
+            self.note = "fork server unusable: %s; spawning one interpreter per step" % info.get("note")
+            self.close()
+
+    def close(self):
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                self.proc.wait()
+            self.proc = None
+
+    def run(self, name, timeout_s):
+        if self.mode != "fork":
+            return run_child(self.python, self.script, name, self.spec_path, timeout_s, self.workdir)
+        out_path = os.path.join(self.workdir, "child-%s.json" % name.replace("/", "_"))
+        log_path = out_path[:-5] + ".log"
+        for path in (out_path, log_path):
+            if os.path.exists(path):
+                os.unlink(path)
+        req = {"name": name, "out": out_path, "log": log_path, "timeout_s": float(timeout_s)}
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+            line = _readline(self.proc.stdout.fileno(), time.monotonic() + float(timeout_s) + 30.0, self.buf)
+        except (OSError, ValueError):
+            line = None
+        if line is None:  # the zygote itself died or hung: give up on it for the rest
+            self.note = "fork server stopped answering during %s; spawning one interpreter per step" % name
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            self.proc = None
+            self.mode = "spawn"
+            return {"status": "timeout", "data": None, "returncode": None, "wall_s": float(timeout_s),
+                    "output_tail": self.note, "timeout_s": timeout_s}
+        rep = json.loads(line)
+        text = ""
+        if os.path.exists(log_path):
+            with open(log_path, "rb") as fh:
+                text = fh.read().decode("utf-8", "replace")
+        data = None
+        if os.path.exists(out_path):
+            try:
+                with open(out_path) as fh:
+                    data = json.load(fh)
+            except ValueError:
+                data = None
+        status = rep["status"]
+        if status == "ok" and data is None:
+            status = "crash"
+        return {"status": status, "data": data, "returncode": rep.get("returncode"), "wall_s": rep.get("wall_s"),
+                "output_tail": _tail(text), "timeout_s": timeout_s}
+
+
+def zygote_main(spec):
+    """Fork server: preload libraries (no CUDA!), then fork one worker per request."""
+    notes = []
+    try:
+        import torch  # noqa: F401
+    except Exception as exc:  # noqa: BLE001
+        notes.append("torch import failed: %s" % exc)
+    import importlib
+    import importlib.util
+
+    for mod in ("nvfp4_reference", "flashinfer", "flashinfer.fused_moe", "sgl_kernel"):
+        try:
+            if importlib.util.find_spec(mod.split(".")[0]) is not None:
+                importlib.import_module(mod)
+        except Exception as exc:  # noqa: BLE001 (the env step reports import errors properly)
+            notes.append("%s: %s" % (mod, _tail(str(exc), 200)))
+    fork_ok = False
+    try:
+        import torch
+
+        if torch.cuda.is_initialized():
+            notes.append("CUDA was initialised by an import; forked workers could not use it")
+        else:
+            pid = os.fork()
+            if pid == 0:  # health check: a forked worker must be able to use the GPU
+                code = 3
+                try:
+                    if not torch.cuda.is_available():
+                        code = 0  # no GPU: nothing to poison, CPU-only steps work in forked workers
+                    else:
+                        torch.cuda.init()
+                        code = 0 if float(torch.ones(1, device="cuda").sum().item()) == 1.0 else 3
+                finally:
+                    os._exit(code)
+            rc = _wait_pid(pid, 120.0)
+            fork_ok = rc == 0
+            if not fork_ok:
+                notes.append("forked CUDA health check failed (status %s)" % rc)
+    except Exception as exc:  # noqa: BLE001
+        notes.append("fork check: %s" % exc)
+    sys.stdout.write("READY" + json.dumps({"fork_ok": fork_ok, "note": "; ".join(notes) or None}) + "\n")
+    sys.stdout.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        t0 = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setsid()
+                fd = os.open(req["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(fd, 1)
+                os.dup2(fd, 2)
+                data = run_child_step(req["name"], spec)
+                tmp = req["out"] + ".tmp"
+                with open(tmp, "w") as fh:
+                    json.dump(data, fh, default=str)
+                os.replace(tmp, req["out"])
+                code = 0
+            except BaseException:  # noqa: BLE001
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        rc = _wait_pid(pid, req["timeout_s"])
+        status = "timeout" if rc is None else ("ok" if rc == 0 else "crash")
+        returncode = rc
+        sys.stdout.write(json.dumps({"status": status, "returncode": returncode,
+                                     "wall_s": round(time.monotonic() - t0, 3)}) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def _wait_pid(pid, timeout_s):
+    """Wait for a forked worker; SIGKILL its process group after ``timeout_s``.
+
+    Returns the exit status (negative signal number like subprocess), or None on timeout.
+    """
+    deadline = time.monotonic() + float(timeout_s)
+    delay = 0.002
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        if time.monotonic() >= deadline:
+            for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+                try:
+                    kill()
+                except OSError:
+                    pass
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
 def run_probe(spec, python=None, script=None, workdir=None):
     """Run the whole probe; returns the result dict (see the module's RETURN)."""
     full = dict(DEFAULT_SPEC)
@@ -267,8 +490,11 @@ def run_probe(spec, python=None, script=None, workdir=None):
               "not_offered": {}, "recommended": None,
               "probe": {k: full[k] for k in ("m_list", "shapes", "moe_shapes", "warmup", "iters", "seed",
                                               "timeout_s", "total_timeout_s")}}
+    launcher = None
     try:
-        env = run_child(python, script, "env", spec_path, min(full["env_timeout_s"], deadline - time.monotonic()), workdir)
+        launcher = StepLauncher(python, script, spec_path, workdir, use_fork=bool(full.get("fork_server", True)),
+                                ready_timeout=min(full["env_timeout_s"], deadline - time.monotonic()))
+        env = launcher.run("env", min(full["env_timeout_s"], deadline - time.monotonic()))
         if env["status"] != "ok":
             result["device"] = {"present": False, "reason": "environment check failed: %s" % _describe_exit(env),
                                 "evidence": env["output_tail"]}
@@ -281,11 +507,12 @@ def run_probe(spec, python=None, script=None, workdir=None):
         result["not_offered"] = info.get("not_offered", {})
         result["import_errors"] = info.get("import_errors", {})
         result["offered_mm_fp4_backends"] = info.get("offered_mm_fp4_backends", [])
+        result["mm_fp4_is_backend_supported"] = info.get("mm_fp4_is_backend_supported")
         wanted = full.get("backends")
         candidates = [k for k in info.get("candidates", []) if not wanted or k in wanted]
         if not info["device"].get("present"):
             # No GPU: still prove the shipped reference runs in this interpreter (CPU).
-            ref = run_child(python, script, "reference", spec_path, max(1.0, min(full["timeout_s"], deadline - time.monotonic())), workdir)
+            ref = launcher.run("reference", max(1.0, min(full["timeout_s"], deadline - time.monotonic())))
             result["reference"] = ref["data"] if ref["status"] == "ok" else {
                 "ok": False, "reason": _describe_exit(ref), "evidence": ref["output_tail"]}
             result["recommended"] = num.recommend({})
@@ -293,7 +520,7 @@ def run_probe(spec, python=None, script=None, workdir=None):
                 num.GEMM_FLAG: "not probed: %s" % info["device"].get("reason"),
                 num.MOE_FLAG: "not probed: %s" % info["device"].get("reason")}
             return result
-        ref = run_child(python, script, "reference", spec_path, max(1.0, min(full["timeout_s"], deadline - time.monotonic())), workdir)
+        ref = launcher.run("reference", max(1.0, min(full["timeout_s"], deadline - time.monotonic())))
         result["reference"] = ref["data"] if ref["status"] == "ok" else {
             "ok": False, "reason": _describe_exit(ref), "evidence": ref["output_tail"]}
         for key in candidates:
@@ -305,7 +532,7 @@ def run_probe(spec, python=None, script=None, workdir=None):
                                            "score_us": None,
                                            "reason": "probe budget total_timeout_s=%s spent before this backend ran" % full["total_timeout_s"]}
                 continue
-            child = run_child(python, script, key, spec_path, min(float(full["timeout_s"]), left), workdir)
+            child = launcher.run(key, min(float(full["timeout_s"]), left))
             if child["status"] != "ok":
                 result["backends"][key] = _failed_child_backend(key, child)
                 continue
@@ -320,6 +547,10 @@ def run_probe(spec, python=None, script=None, workdir=None):
         result["recommended"] = num.recommend(result["backends"], full.get("allowed"))
         return result
     finally:
+        if launcher is not None:
+            result["probe"]["isolation"] = launcher.mode
+            result["probe"]["isolation_note"] = launcher.note
+            launcher.close()
         result["probe"]["wall_s"] = round(time.monotonic() - t_start, 3)
         result["probe"]["setup_s"] = round(sum((b.get("setup_s") or 0.0) for b in result["backends"].values()), 3)
         if own_dir:
@@ -418,6 +649,9 @@ def child_env(spec):
         return out
     major, minor = torch.cuda.get_device_capability(idx)
     props = torch.cuda.get_device_properties(idx)
+    check = getattr(getattr(fi, "mm_fp4", None), "is_backend_supported", None)
+    if check is not None:
+        out["mm_fp4_is_backend_supported"] = {b: _safe_bool(check, b, major * 10 + minor) for b in offered}
     out["device"] = {"present": True, "index": idx, "name": props.name, "compute_capability": "%d.%d" % (major, minor),
                      "cc": major * 10 + minor, "sm": "sm_%d%d" % (major, minor), "count": torch.cuda.device_count(),
                      "total_memory_mib": int(props.total_memory // (1 << 20)),
@@ -602,6 +836,11 @@ def child_gemm(key, spec):
         res.update(verdict=case["verdict"], reason=case["reason"], source="capability_table" if isinstance(exc, Unsupported) else "library",
                    error_type=case["error_type"])
         return res
+    if meta["api"] == "flashinfer.mm_fp4":
+        refusal = _mm_fp4_refusal(torch, ref, spec, meta["library_backend"], cc, dev)
+        if refusal is not None:
+            res.update(refusal)
+            return res
     tol = num.GEMM_TOLERANCES
     first = True
     for si, shp in enumerate(spec["shapes"]):
@@ -653,6 +892,31 @@ def child_gemm(key, spec):
         res.update(verdict="unsupported", reason=c0["reason"], source="library", error_type=c0.get("error_type"),
                    failed_cases=[], score_us=None)
     return res
+
+
+def _mm_fp4_refusal(torch, ref, spec, backend, cc, dev):
+    """Ask FlashInfer first: when ``mm_fp4.is_backend_supported(backend, cc)`` is
+    False, confirm with one real ``mm_fp4`` call on plain operands (no backend-specific
+    preparation such as trtllm's JIT-compiled shuffle) and return the backend-level
+    verdict; None when the library claims support (then every case runs)."""
+    import flashinfer
+
+    check = getattr(flashinfer.mm_fp4, "is_backend_supported", None)
+    if check is None or _safe_bool(check, backend, cc):
+        return None
+    n, k = int(spec["shapes"][0]["n"]), int(spec["shapes"][0]["k"])
+    a_q = ref.quantize(_gen(torch, (1, k), spec["seed"] + 1, dev))
+    b_q = ref.quantize(_gen(torch, (n, k), spec["seed"], dev))
+    try:
+        flashinfer.mm_fp4(a_q.packed, b_q.packed.T, a_q.scales, b_q.scales.T, ref.alpha_for(a_q, b_q),
+                          torch.bfloat16, None, block_size=16, use_8x4_sf_layout=False, backend=backend)
+        torch.cuda.synchronize()
+    except Exception as exc:  # noqa: BLE001
+        case = _error_case(exc, {"m": 1, "n": n, "k": k})
+        return {"verdict": case["verdict"], "reason": case["reason"], "error_type": case["error_type"],
+                "source": "library", "library_support_check": False, "cases": [case],
+                "failed_cases": [], "score_us": None}
+    return None  # the check said no but the call ran: judge it like any other backend
 
 
 def _round(metrics):
@@ -797,9 +1061,14 @@ def main(argv=None):
     ap.add_argument("--spec", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--child", default=None)
+    ap.add_argument("--zygote", action="store_true")
     args = ap.parse_args(argv)
     with open(args.spec) as fh:
         spec = json.load(fh)
+    if args.zygote:
+        full = dict(DEFAULT_SPEC)
+        full.update(spec)
+        return zygote_main(full)
     if args.child:
         full = dict(DEFAULT_SPEC)
         full.update(spec)
