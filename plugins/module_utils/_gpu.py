@@ -219,15 +219,25 @@ def classify_nvidia_smi_failure(rc, stdout, stderr):
             "message": "nvidia-smi failed (rc=%s): %s" % (rc, first or "no output")}
 
 
+_ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def strip_ansi(text):
+    """Drop terminal escape sequences: nvidia-smi 580 underlines the topo header (``ESC[4mGPU0 ... ESC[0m``)."""
+    return _ANSI_RE.sub("", text or "")
+
+
 def _matrix_rows(text, value_re):
     """Shared parser for ``topo -m`` and ``topo -p2p r`` matrices: header of GPUn (and NICn) columns, one row each."""
-    lines = [ln.rstrip() for ln in (text or "").splitlines()]
+    lines = [ln.rstrip() for ln in strip_ansi(text).splitlines()]
     header_idx = None
     columns = []
+    dev = re.compile(r"^(?:GPU|NIC)\d+$")
     for i, line in enumerate(lines):
-        cols = re.findall(r"\b((?:GPU|NIC)\d+)\b", line)
-        if cols and not re.match(r"^\s*(?:GPU|NIC)\d+\b", line):
-            header_idx, columns = i, cols
+        tokens = line.split()
+        # The header lists device names only (then "CPU Affinity" ...); a row has a value after its device name.
+        if tokens and dev.match(tokens[0]) and (len(tokens) == 1 or dev.match(tokens[1]) or tokens[1] in ("CPU", "NUMA")):
+            header_idx, columns = i, [t for t in tokens if dev.match(t)]
             break
     if header_idx is None:
         return [], {}
@@ -323,7 +333,8 @@ def parse_iommu_cmdline(cmdline):
         None when the command line does not say (the kernel's build default then applies: read the group type).
     """
     tokens = (cmdline or "").split()
-    keep = [t for t in tokens if re.match(r"^(intel_iommu|amd_iommu|iommu|iommu\.\w+|pci|pcie_acs_override)=", t)]
+    keep = [t for t in tokens if re.match(r"^(intel_iommu|amd_iommu|iommu|iommu\.\w+|pcie_acs_override)=", t)
+            or re.match(r"^pci=.*\bnoacs\b", t)]
     values = dict(t.split("=", 1) for t in keep)
     passthrough = None
     if values.get("iommu") == "pt" or values.get("iommu.passthrough") in ("1", "on", "y"):

@@ -372,8 +372,9 @@ def check_torch_version(tool, cfg):
                      "install a torch build with a PEP 440 version (nightly/stable cu130)")
     kind = "nightly (dev %s)" % info["dev"] if info["is_nightly"] else (
         "source build (%s)" % info["local"] if info["source_build"] else "release")
-    cuda = info["cuda"] or "no CUDA tag"
-    return check(name, PASS, "torch %s: %s %s for %s" % (torch["version"], info["major_minor"], kind, cuda))
+    cuda = "CUDA %s" % info["cuda"] if info["cuda"] else "no CUDA local tag (+%s)" % info["local"] if info["local"] \
+        else "no local tag"
+    return check(name, PASS, "torch %s parses: %s %s for %s" % (torch["version"], info["major_minor"], kind, cuda))
 
 
 def check_torch_cuda(tool, cfg):
@@ -522,9 +523,13 @@ def check_p2p(gpu, cfg, env):
     name = "p2p_topology"
     tp = int(cfg["tp_size"])
     members, _ = tp_set(gpu, cfg)
-    if tp <= 1 or len(members) < 2:
-        return check(name, SKIP if not gpu.get("gpu_count") else PASS,
-                     "TP %d: no GPU-to-GPU traffic" % tp if gpu.get("gpu_count") else "no GPUs")
+    if not gpu.get("gpu_count"):
+        return check(name, SKIP, "no GPUs")
+    if tp <= 1:
+        return check(name, PASS, "TP %d: no GPU-to-GPU traffic" % tp)
+    if len(members) < 2:
+        return check(name, SKIP, "TP %d but only %d GPU(s) in the tensor-parallel set: see tensor_parallel_gpus"
+                     % (tp, len(members)))
     topo = gpu.get("topology") or {}
     names = ["GPU%s" % g.get("index") for g in members]
     links = topo.get("links") or {}
@@ -555,8 +560,13 @@ def check_custom_all_reduce(gpu, cfg, args):
     name = "custom_all_reduce"
     tp = int(cfg["tp_size"])
     members, _ = tp_set(gpu, cfg)
-    if tp <= 1 or len(members) < 2:
-        return check(name, PASS if gpu.get("gpu_count") else SKIP, "TP %d: custom all-reduce not used" % tp)
+    if not gpu.get("gpu_count"):
+        return check(name, SKIP, "no GPUs")
+    if tp <= 1:
+        return check(name, PASS, "TP %d: custom all-reduce not used" % tp)
+    if len(members) < 2:
+        return check(name, SKIP, "TP %d but only %d GPU(s) in the tensor-parallel set: see tensor_parallel_gpus"
+                     % (tp, len(members)))
     pattern = re.compile(cfg["geforce_pattern"])
     geforce = [g for g in members if pattern.search(g.get("name") or "")]
     p2p = gpu.get("p2p_read") or {}
