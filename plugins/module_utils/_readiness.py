@@ -1,0 +1,152 @@
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+"""Progress-aware readiness wait for the SGLang service (pure Python, stdlib only; clock and I/O injected).
+
+Rules and where they come from (``shared/domain/field-reports.md``):
+
+* B22: a large checkpoint takes many minutes to load (163 shards > 9.5 min), so a fixed budget either kills a
+  healthy start or waits forever on a hung one. The waiter keeps going while the journal shows progress: the
+  ``Loading safetensors checkpoint shards: N/M`` counter advancing, or a new start-up phase line (weights done,
+  KV cache allocated, CUDA-graph capture, JIT compile, NCCL init). It fails when nothing advanced for
+  ``stall_timeout`` seconds, or when the hard ``max_wait`` cap is reached.
+* B23: ``/health`` runs a one-token generation and can take about a second; a sub-second client timeout never
+  sees it ready, and a single 503 under load is not death. Each request therefore has a timeout of at least
+  :data:`MIN_REQUEST_TIMEOUT` seconds and the server counts as ready after ``successes`` consecutive HTTP 200s;
+  any other answer resets the count.
+* A unit that is ``failed``/``inactive`` (or restarting after a crash) stops the wait at once; the journal is
+  classified (:mod:`_journal`) so the caller can print the cause and the last lines.
+* B28: a stall right after NCCL reported ``Init COMPLETE`` with TP > 1 is the PCIe P2P hang (``nccl_p2p_hang``).
+
+All times are seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
+
+MIN_REQUEST_TIMEOUT = 5.0
+
+# Start-up phase lines of SGLang (0.5.x) that show the server is still making progress after the shards.
+PHASE_PATTERNS = [
+    re.compile(p) for p in (
+        r"Load weight begin", r"Load weight end", r"KV Cache is allocated", r"Memory pool end",
+        r"Capture cuda graph begin", r"Capture cuda graph end", r"Capture cuda graph bs", r"Capturing batches",
+        r"NCCL INFO .*Init COMPLETE", r"Init torch distributed", r"Compiling|JIT|jit compile|Building extension",
+        r"Uvicorn running on", r"Application startup complete", r"max_total_num_tokens=",
+        r"The server is fired up and ready to roll",
+    )
+]
+
+
+class ReadinessConfigError(ValueError):
+    """Invalid waiter parameters."""
+
+
+def validate_params(request_timeout, successes, interval, stall_timeout, max_wait):
+    """Check waiter parameters; raises :class:`ReadinessConfigError` naming the parameter."""
+    if request_timeout < MIN_REQUEST_TIMEOUT:
+        raise ReadinessConfigError("request_timeout must be >= %.0f s (/health runs a generation, B23); got %s"
+                                   % (MIN_REQUEST_TIMEOUT, request_timeout))
+    if successes < 1:
+        raise ReadinessConfigError("successes must be >= 1; got %s" % successes)
+    if interval <= 0:
+        raise ReadinessConfigError("interval must be > 0; got %s" % interval)
+    if stall_timeout <= interval:
+        raise ReadinessConfigError("stall_timeout (%s) must be longer than interval (%s)" % (stall_timeout, interval))
+    if max_wait < stall_timeout:
+        raise ReadinessConfigError("max_wait (%s) must be >= stall_timeout (%s)" % (max_wait, stall_timeout))
+
+
+def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout=10.0, successes=3,
+               interval=5.0, stall_timeout=600.0, max_wait=14400.0, tail_lines=40, tp_size=1):
+    """Wait until the server answers ``successes`` consecutive health checks, or fail with a classified cause.
+
+    :param http_get: ``f(timeout) -> (status_or_None, error_text)``; status None means no HTTP answer.
+    :param read_journal: ``f() -> list[str]``: journal lines *new since the previous call* for this start.
+    :param unit_state: ``f() -> (active_state, sub_state)`` from systemd (e.g. ``("active", "running")``).
+    :param clock: ``f() -> float`` monotonic seconds.
+    :param sleep: ``f(seconds)``.
+    :returns: dict ``ready`` (bool), ``elapsed``, ``polls``, ``consecutive_ok``, ``progress``
+        (``{"done", "total"}`` of the shard bar or None), ``last_progress_at`` (elapsed s), ``phase`` (last phase
+        line), ``reason`` (``ready``, ``unit_failed``, ``stalled``, ``max_wait``), ``cause`` (the
+        :func:`_journal.classify` dict, or None when ready), ``last_lines`` (up to ``tail_lines`` journal lines).
+    """
+    validate_params(request_timeout, successes, interval, stall_timeout, max_wait)
+    start = clock()
+    last_progress = start
+    lines = []
+    progress = None
+    phase = None
+    seen_phases = set()
+    ok = 0
+    polls = 0
+    last_http = None
+
+    def result(ready, reason, cause=None):
+        now = clock()
+        return {
+            "ready": ready,
+            "reason": reason,
+            "elapsed": round(now - start, 3),
+            "polls": polls,
+            "consecutive_ok": ok,
+            "progress": {"done": progress[0], "total": progress[1]} if progress else None,
+            "last_progress_at": round(last_progress - start, 3),
+            "phase": phase,
+            "last_http": last_http,
+            "cause": cause,
+            "last_lines": lines[-tail_lines:] if tail_lines else [],
+        }
+
+    while True:
+        new = _journal.split_lines(read_journal() or [])
+        if new:
+            lines.extend(new)
+            del lines[:-max(tail_lines, 2000)]
+            now_progress = _journal.shard_progress(new)
+            if now_progress is not None and now_progress != progress:
+                if progress is None or now_progress[0] > progress[0] or now_progress[1] != progress[1]:
+                    last_progress = clock()
+                progress = now_progress
+            for line in new:
+                for pattern in PHASE_PATTERNS:
+                    if pattern.search(line):
+                        key = pattern.pattern
+                        phase = line.strip()
+                        if key not in seen_phases or key.startswith("Capture cuda graph bs"):
+                            seen_phases.add(key)
+                            last_progress = clock()
+        active, sub = unit_state()
+        if active in ("failed", "inactive") or sub in ("auto-restart", "failed", "dead"):
+            cause = _journal.classify(lines)
+            cause["unit_state"] = "%s/%s" % (active, sub)
+            return result(False, "unit_failed", cause)
+
+        polls += 1
+        status, error = http_get(request_timeout)
+        last_http = status if status is not None else error
+        if status == 200:
+            ok += 1
+            last_progress = clock()
+            if ok >= successes:
+                return result(True, "ready")
+        else:
+            ok = 0
+
+        now = clock()
+        if now - start >= max_wait:
+            cause = _journal.classify(lines)
+            return result(False, "max_wait", cause)
+        if now - last_progress >= stall_timeout:
+            cause = _journal.classify(lines)
+            if cause["cause"] in ("unknown", "busy_not_dead") and tp_size > 1 and _journal.nccl_init_complete(lines):
+                cause = {"cause": "nccl_p2p_hang", "line": None, "matches": ["nccl_p2p_hang"] + cause["matches"],
+                         "summary": "no progress after NCCL 'Init COMPLETE' with TP > 1: the first all-reduce "
+                                    "hangs (PCIe ACS/IOMMU routing P2P, B28)",
+                         "remedy": "set NCCL_P2P_DISABLE=1 (preflight_service_env) or fix ACS/IOMMU in BIOS/kernel; "
+                                   "the GPUs may need a reset or reboot"}
+            return result(False, "stalled", cause)
+        sleep(interval)

@@ -1,0 +1,548 @@
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+"""SGLang ``launch_server`` flags: rendering, the compute-capability allow-list and parser validation.
+
+Pure Python (stdlib only), shared by the ``sglang_server_args`` module, the ``sglang_service_args`` filter and
+the unit tests.
+
+Three jobs:
+
+1. :func:`render_server_args` turns the role's settings into the argv of ``python -m sglang.launch_server``
+   (long option names only, ``--flag value`` pairs, boolean switches without a value).
+2. :func:`check_backends` applies the compute-capability-keyed allow-list. Sources (see
+   ``shared/domain/sglang-sm120.md`` section 7 and field reports B06, B12, B13):
+
+   * ``--attention-backend fa3``: sgl-kernel's FA3 ``flash_ops`` are compiled for ``sm_90a`` only; SGLang's
+     attention registry refuses FA3 outside SM80-SM90 ("FlashAttention v3 Backend requires SM>=80 and SM<=90");
+     on SM120 it dies with "no kernel image" / "invalid argument" in ``hopper/flash_fwd_launch_template.h`` (B06).
+   * ``trtllm_mha`` / ``trtllm_mla``: FlashInfer's TllmGenFmhaRunner accepts only SM100/103/107
+     ("TRTLLM MHA backend is only supported on Blackwell GPUs (SM100)", sglang#9140, #24633).
+   * ``--fp4-gemm-backend flashinfer_trtllm`` / ``flashinfer_cutedsl`` (and the pre-#17309 spelling ``trtllm``):
+     FlashInfer's ``mm_fp4`` capability decorators list CC 100/103/107 only ("mm_fp4 does not support backend
+     'trtllm' with capability 120", sglang#35739).
+   * ``--moe-runner-backend flashinfer_trtllm`` / ``flashinfer_cutedsl``: trtllm-gen and CuTe-DSL MoE are
+     SM100-only; ``flashinfer_mxfp4`` raises "requires SM90 or SM100" (B11).
+   * ``auto`` for any of the three backend flags: SGLang treats "Blackwell" as CC >= 10 and its automatic
+     choice has picked SM100-only kernels on SM120 (B12), so on CC 12.x every backend is explicit.
+
+   Values not on the allow-list for CC 12.x are refused too, naming the allowed ones; other compute
+   capabilities are not restricted here (SGLang's own checks apply).
+3. :func:`validate_args` checks every rendered flag and choice against the *installed* SGLang's argument parser
+   as recorded by :func:`parser_spec_from_actions` (argparse actions) or :func:`parse_help_text`
+   (``launch_server --help``), following argparse's rules (exact long option, or an unambiguous prefix when
+   ``allow_abbrev`` is on; ``--flag=value``; switches take no value).
+
+Errors are :class:`FlagError` whose message names the flag, the value and the SGLang revision.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Flags whose value picks a kernel backend; on CC 12.x each must be explicit and on the allow-list.
+BACKEND_FLAGS = (
+    "--attention-backend",
+    "--prefill-attention-backend",
+    "--decode-attention-backend",
+    "--fp4-gemm-backend",
+    "--moe-runner-backend",
+)
+
+# Why a value is refused on compute capability 12.x (sglang-sm120.md section 7; field reports B06/B11/B12).
+SM12X_REJECTED = {
+    "--attention-backend": {
+        "fa3": "FA3 (sgl-kernel flash_ops) ships sm_90a cubins only; SGLang requires SM80-SM90 for it "
+               "(no kernel image / invalid argument on SM120, field report B06)",
+        "trtllm_mha": "FlashInfer's TRT-LLM FMHA runner accepts SM100/103/107 only (sglang#9140)",
+        "trtllm_mla": "FlashInfer's TRT-LLM MLA runner accepts SM100/103/107 only; runtime 'Unsupported "
+                      "architecture' on SM12x (sglang#24633, flashinfer#3263)",
+        "cutlass_mla": "CUTLASS MLA kernels are built for SM100 only",
+        "flashmla": "FlashMLA is compiled for sm_90a/sm_100a only (sgl-kernel cmake/flashmla.cmake)",
+    },
+    "--fp4-gemm-backend": {
+        "flashinfer_trtllm": "FlashInfer mm_fp4 backend 'trtllm' supports CC 100/103/107 only "
+                             "(\"mm_fp4 does not support backend 'trtllm' with capability 120\", sglang#35739)",
+        "trtllm": "pre-#17309 spelling of flashinfer_trtllm: CC 100/103/107 only",
+        "flashinfer_cutedsl": "FlashInfer mm_fp4 backend 'cute-dsl' supports CC 100/103/107 only",
+    },
+    "--moe-runner-backend": {
+        "flashinfer_trtllm": "trtllm-gen MoE kernels are SM100-only (SGLang logs this and NotImplementedError "
+                             "follows, field report B12)",
+        "flashinfer_trtllm_routed": "trtllm-gen MoE kernels are SM100-only",
+        "flashinfer_cutedsl": "CuTe-DSL MoE uses tcgen05 (SM100-only); admissible_archs exclude sm_120a "
+                              "(flashinfer#2723)",
+        "flashinfer_mxfp4": "raises NotImplementedError('requires SM90 or SM100') on SM120 (field report B11)",
+        "deep_gemm": "DeepGEMM has no SM120 kernels",
+    },
+}
+SM12X_REJECTED["--prefill-attention-backend"] = SM12X_REJECTED["--attention-backend"]
+SM12X_REJECTED["--decode-attention-backend"] = SM12X_REJECTED["--attention-backend"]
+
+# Values known to run on SM120 (sglang-sm120.md section 7 table).
+SM12X_ALLOWED = {
+    "--attention-backend": ("flashinfer", "triton", "torch_native", "flex_attention"),
+    "--fp4-gemm-backend": ("flashinfer_cutlass", "flashinfer_cudnn", "cutlass", "marlin"),
+    "--moe-runner-backend": ("flashinfer_cutlass", "cutlass", "triton", "triton_kernel", "marlin"),
+}
+SM12X_ALLOWED["--prefill-attention-backend"] = SM12X_ALLOWED["--attention-backend"]
+SM12X_ALLOWED["--decode-attention-backend"] = SM12X_ALLOWED["--attention-backend"]
+
+# Flags whose value must never be written into argv (secrets go through the root-only EnvironmentFile and are
+# referenced as ${VAR}, which systemd expands at exec time).
+SECRET_FLAGS = ("--api-key", "--admin-api-key")
+
+
+class FlagError(ValueError):
+    """A rendered flag or value is not acceptable (message names the flag, value and revision)."""
+
+    def __init__(self, message, flag=None, value=None, revision=None):
+        super(FlagError, self).__init__(message)
+        self.flag = flag
+        self.value = value
+        self.revision = revision
+
+
+def parse_cc(cc):
+    """``"12.0"`` / ``12.0`` / ``"sm_120a"`` / ``(12, 0)`` / ``"120"`` -> ``(12, 0)``; None stays None.
+
+    :raises ValueError: on anything else.
+    """
+    if cc is None or cc == "":
+        return None
+    if isinstance(cc, (tuple, list)):
+        return int(cc[0]), int(cc[1]) if len(cc) > 1 else 0
+    text = str(cc).strip().lower()
+    match = re.match(r"^(?:sm_?|compute_)?(\d+)\.(\d+)$", text)
+    if match:
+        return int(match.group(1)), int(match.group(2))
+    match = re.match(r"^(?:sm_?|compute_)?(\d{2,3})[af]?$", text)
+    if match:
+        digits = match.group(1)
+        return int(digits[:-1]), int(digits[-1])
+    raise ValueError("not a compute capability: %r (expected e.g. '12.0')" % (cc,))
+
+
+def check_backends(argv, cc):
+    """Apply the CC-keyed allow-list to the backend flags of ``argv``.
+
+    :param argv: list of argv tokens (``--flag value`` or ``--flag=value``).
+    :param cc: compute capability (anything :func:`parse_cc` accepts); None skips the check.
+    :returns: dict ``{flag: value}`` of the backend flags found.
+    :raises FlagError: on CC 12.x for ``auto``, a value with a known reason to fail, or a value not on the
+        allow-list.
+    """
+    found = {}
+    pairs = _pairs(argv)
+    for flag, value in pairs:
+        if flag in BACKEND_FLAGS:
+            found[flag] = value
+    major_minor = parse_cc(cc)
+    if major_minor is None or major_minor[0] != 12:
+        return found
+    label = "compute capability %d.%d" % major_minor
+    for flag, value in found.items():
+        if value is None or value == "":
+            raise FlagError("%s needs a value" % flag, flag=flag, value=value)
+        if value == "auto":
+            raise FlagError(
+                "%s auto is refused on %s: SGLang's automatic choice has picked SM100-only kernels on SM120 "
+                "(field report B12); set it explicitly to one of: %s"
+                % (flag, label, ", ".join(SM12X_ALLOWED[flag])), flag=flag, value=value)
+        reason = SM12X_REJECTED.get(flag, {}).get(value)
+        if reason:
+            raise FlagError("%s %s is not supported on %s: %s. Use one of: %s"
+                            % (flag, value, label, reason, ", ".join(SM12X_ALLOWED[flag])),
+                            flag=flag, value=value)
+        if value not in SM12X_ALLOWED[flag]:
+            raise FlagError("%s %s is not on the %s allow-list (%s)"
+                            % (flag, value, label, ", ".join(SM12X_ALLOWED[flag])), flag=flag, value=value)
+    return found
+
+
+def _pairs(argv):
+    """Split argv into ``(flag, value-or-None)`` pairs; a token not starting with ``--`` is a value."""
+    pairs = []
+    i = 0
+    tokens = [str(t) for t in argv]
+    while i < len(tokens):
+        tok = tokens[i]
+        if not tok.startswith("-"):
+            raise FlagError("stray value %r without a flag in the rendered arguments" % tok, value=tok)
+        if "=" in tok and tok.startswith("--"):
+            flag, value = tok.split("=", 1)
+            pairs.append((flag, value))
+            i += 1
+            continue
+        values = []
+        j = i + 1
+        while j < len(tokens) and not _looks_like_flag(tokens[j]):
+            values.append(tokens[j])
+            j += 1
+        pairs.append((tok, values[0] if len(values) == 1 else (values or None)))
+        i = j
+    return pairs
+
+
+def _looks_like_flag(tok):
+    # Negative numbers are values, not flags (argparse treats them the same way when no option looks numeric).
+    return tok.startswith("-") and not re.match(r"^-\d", tok)
+
+
+def _fmt_number(value):
+    if isinstance(value, float):
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return str(value)
+
+
+def render_server_args(settings):
+    """Render the launch_server argv from the role's settings.
+
+    :param settings: dict with keys ``model_path`` (required), ``served_model_name``, ``host``, ``port``,
+        ``tp_size``, ``mem_fraction_static`` (0 < x < 1, None = SGLang's automatic value), ``context_length``
+        (tokens, None = model default), ``enable_metrics`` (bool), ``attention_backend``, ``fp4_gemm_backend``,
+        ``moe_runner_backend``, ``kv_cache_dtype``, ``api_key_env`` (name of the environment variable holding
+        the API key, rendered as ``--api-key ${NAME}``; None = no key), ``extra_args`` (list of tokens appended
+        verbatim, e.g. ``preflight_service_args``).
+        Empty strings and None mean "not rendered".
+    :returns: list of str.
+    :raises FlagError: on a missing model path, a port outside 1-65535, a TP size < 1, a fraction outside (0, 1),
+        a secret flag with a literal value in ``extra_args``, or a flag rendered twice.
+    """
+    model_path = settings.get("model_path")
+    if not model_path:
+        raise FlagError("model_path is required", flag="--model-path")
+    argv = ["--model-path", str(model_path)]
+
+    def add(flag, value):
+        if value is None or value == "":
+            return
+        argv.extend([flag, _fmt_number(value)])
+
+    add("--served-model-name", settings.get("served_model_name"))
+    add("--host", settings.get("host"))
+    port = settings.get("port")
+    if port is not None:
+        if not 1 <= int(port) <= 65535:
+            raise FlagError("--port %s is outside 1-65535" % port, flag="--port", value=port)
+        add("--port", int(port))
+    tp_size = settings.get("tp_size")
+    if tp_size is not None:
+        if int(tp_size) < 1:
+            raise FlagError("--tp-size must be >= 1, got %s" % tp_size, flag="--tp-size", value=tp_size)
+        add("--tp-size", int(tp_size))
+    fraction = settings.get("mem_fraction_static")
+    if fraction is not None and fraction != "":
+        if not 0.0 < float(fraction) < 1.0:
+            raise FlagError("--mem-fraction-static must be in (0, 1), got %s" % fraction,
+                            flag="--mem-fraction-static", value=fraction)
+        add("--mem-fraction-static", float(fraction))
+    context_length = settings.get("context_length")
+    if context_length is not None and context_length != "":
+        if int(context_length) < 1:
+            raise FlagError("--context-length must be >= 1", flag="--context-length", value=context_length)
+        add("--context-length", int(context_length))
+    add("--attention-backend", settings.get("attention_backend"))
+    add("--fp4-gemm-backend", settings.get("fp4_gemm_backend"))
+    add("--moe-runner-backend", settings.get("moe_runner_backend"))
+    add("--kv-cache-dtype", settings.get("kv_cache_dtype"))
+    if settings.get("enable_metrics"):
+        argv.append("--enable-metrics")
+    api_key_env = settings.get("api_key_env")
+    if api_key_env:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", api_key_env):
+            raise FlagError("api_key_env %r is not an environment variable name" % api_key_env, flag="--api-key")
+        argv.extend(["--api-key", "${%s}" % api_key_env])
+    extra = [str(t) for t in (settings.get("extra_args") or [])]
+    for flag, value in _pairs(extra):
+        name = flag.split("=", 1)[0]
+        if name in SECRET_FLAGS and not (isinstance(value, str) and value.startswith("${")):
+            raise FlagError("%s must not be given a literal value in extra args (it would be world-readable in "
+                            "the unit file); use the API-key variable" % name, flag=name)
+    argv.extend(extra)
+    seen = set()
+    for flag, _value in _pairs(argv):
+        if flag in seen:
+            raise FlagError("%s is rendered twice (check extra args against the role's own settings)" % flag,
+                            flag=flag)
+        seen.add(flag)
+    return argv
+
+
+def _get(action, key, default=None):
+    if isinstance(action, dict):
+        return action.get(key, default)
+    return getattr(action, key, default)
+
+
+def parser_spec_from_actions(actions, prog=None, allow_abbrev=True):
+    """Describe argparse actions as a JSON-safe parser spec.
+
+    :param actions: iterable of :class:`argparse.Action` (``parser._actions``) or of the dicts that
+        :data:`INTROSPECT_SCRIPT` prints for them (keys ``option_strings``, ``dest``, ``nargs``, ``choices``,
+        ``default``, ``type``).
+    :returns: ``{"allow_abbrev": bool, "prog": str, "options": {option_string: {"dest", "nargs", "takes_value",
+        "choices", "default", "type", "aliases"}}}`` with ``choices`` a list of str or None.
+    """
+    options = {}
+    for action in actions:
+        strings = list(_get(action, "option_strings") or [])
+        if not strings:
+            continue
+        nargs = _get(action, "nargs")
+        choices = _get(action, "choices")
+        if choices is not None:
+            choices = [str(c) for c in choices]
+        typ = _get(action, "type")
+        typ_name = typ if isinstance(typ, str) or typ is None else getattr(typ, "__name__", repr(typ))
+        default = _get(action, "default")
+        if not isinstance(default, (str, int, float, bool, type(None))):
+            default = repr(default)
+        entry = {
+            "dest": _get(action, "dest"),
+            "nargs": nargs if isinstance(nargs, (int, type(None))) else str(nargs),
+            "takes_value": nargs != 0,
+            "choices": choices,
+            "default": default,
+            "type": typ_name,
+            "aliases": strings,
+        }
+        for opt in strings:
+            options[opt] = entry
+    return {"allow_abbrev": bool(allow_abbrev), "options": options, "prog": prog}
+
+
+# Runs under the *service venv's* python (not Ansible's): imports the installed SGLang, builds the same
+# argparse parser that ``prepare_server_args`` builds (``ServerArgs.add_cli_args``) and prints its actions, the
+# version and the commit as JSON. argv[1] is a JSON list of module names that may be replaced by empty stand-in
+# modules when (and only when) importing them fails, e.g. ``torchvision`` on a CPU-only sandbox whose PyPI
+# torchvision needs CUDA torch; the stand-ins are reported in ``stubbed_modules``. Argument parsing never calls
+# into them (they are imported by multimodal processors at module level).
+INTROSPECT_SCRIPT = r"""
+import argparse, importlib, json, os, subprocess, sys, types
+stub_names = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
+out = {"method": None, "stubbed_modules": [], "import_error": None, "actions": None}
+
+class _Stub(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = type(name, (), {})
+        setattr(self, name, value)
+        return value
+
+def _install_stub(name):
+    parts = name.split(".")
+    for i in range(1, len(parts) + 1):
+        sub = ".".join(parts[:i])
+        if sub not in sys.modules:
+            mod = _Stub(sub)
+            mod.__path__ = []
+            sys.modules[sub] = mod
+
+def _import_server_args():
+    for attempt in range(len(stub_names) + 1):
+        try:
+            return importlib.import_module("sglang.srt.server_args")
+        except Exception as exc:
+            missing = getattr(exc, "name", None)
+            root = (missing or "").split(".")[0]
+            broken = [n for n in stub_names if n == root or (root == "" and n in str(exc))]
+            if not broken or broken[0] in out["stubbed_modules"]:
+                raise
+            for key in [k for k in list(sys.modules) if k == broken[0] or k.startswith(broken[0] + ".")]:
+                del sys.modules[key]
+            for key in [k for k in list(sys.modules) if k.startswith("sglang")]:
+                del sys.modules[key]
+            _install_stub(broken[0])
+            for sub in ("transforms", "transforms.functional", "io", "ops"):
+                _install_stub(broken[0] + "." + sub)
+            out["stubbed_modules"].append(broken[0])
+    raise RuntimeError("unreachable")
+
+try:
+    import sglang
+    out["version"] = getattr(sglang, "__version__", None)
+    out["package_dir"] = os.path.dirname(os.path.abspath(sglang.__file__))
+except Exception as exc:
+    out["import_error"] = "import sglang: %s: %s" % (type(exc).__name__, exc)
+    print(json.dumps(out)); sys.exit(0)
+
+commit, source = None, None
+try:
+    from sglang import _version as _v
+    commit = getattr(_v, "__commit_id__", None)
+    source = "sglang._version" if commit else None
+except Exception:
+    pass
+if not commit:
+    try:
+        from importlib import metadata
+        dist = metadata.distribution("sglang")
+        raw = dist.read_text("direct_url.json")
+        if raw:
+            info = json.loads(raw)
+            commit = (info.get("vcs_info") or {}).get("commit_id")
+            source = "direct_url.json vcs_info" if commit else None
+            url = info.get("url", "")
+            if not commit and url.startswith("file://"):
+                path = url[len("file://"):]
+                res = subprocess.run(["git", "-C", path, "rev-parse", "HEAD"], capture_output=True, text=True)
+                if res.returncode == 0:
+                    commit, source = res.stdout.strip(), "git rev-parse in %s" % path
+    except Exception:
+        pass
+if not commit:
+    try:
+        res = subprocess.run(["git", "-C", out["package_dir"], "rev-parse", "HEAD"], capture_output=True, text=True)
+        if res.returncode == 0:
+            commit, source = res.stdout.strip(), "git rev-parse in %s" % out["package_dir"]
+    except Exception:
+        pass
+out["commit"], out["commit_source"] = commit, source
+
+try:
+    sa = _import_server_args()
+    parser = argparse.ArgumentParser()
+    sa.ServerArgs.add_cli_args(parser)
+    actions = []
+    for a in parser._actions:
+        choices = list(a.choices) if a.choices is not None else None
+        default = a.default if isinstance(a.default, (str, int, float, bool, type(None))) else repr(a.default)
+        typ = getattr(a.type, "__name__", None) if a.type is not None else None
+        actions.append({"option_strings": list(a.option_strings), "dest": a.dest,
+                        "nargs": a.nargs if isinstance(a.nargs, (int, type(None))) else str(a.nargs),
+                        "choices": [str(c) for c in choices] if choices is not None else None,
+                        "default": default, "type": typ})
+    out["actions"] = actions
+    out["allow_abbrev"] = parser.allow_abbrev
+    out["method"] = "ServerArgs.add_cli_args"
+except Exception as exc:
+    out["import_error"] = "sglang.srt.server_args: %s: %s" % (type(exc).__name__, exc)
+print(json.dumps(out))
+"""
+
+
+_HELP_OPT_RE = re.compile(
+    r"(?<![\w-])(--?[A-Za-z0-9][\w-]*)"
+    r"(?:[ =](?P<arg>\{[^}]*\}|\[[^\]]*\]|[A-Z][A-Z0-9_]*(?:\s\[[^\]]*\])*))?")
+
+
+def parse_help_text(text):
+    """Build a parser spec from argparse ``--help`` output (the fallback when ServerArgs cannot be imported).
+
+    Reads the option-invocation lines of argparse's "options:" section, e.g.
+    ``  --model-path MODEL_PATH, --model MODEL_PATH`` or ``  --kv-cache-dtype {auto,fp8_e5m2,bf16}``: a metavar
+    or ``{choices}`` after the option means it takes a value. Help prose is ignored (argparse indents it to the
+    help column, 24 spaces by default, deeper than the 2-space invocation lines).
+
+    :returns: the same shape as :func:`parser_spec_from_actions`; ``default``/``type``/``dest`` are None.
+    """
+    options = {}
+    lines = (text or "").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        if not stripped.startswith("-") or indent < 1 or indent > 8:
+            i += 1
+            continue
+        # argparse prints each invocation on one line (HelpFormatter never wraps it); help prose follows on
+        # the same line after two or more spaces, or on the next lines at the help column.
+        invocation = stripped
+        j = i + 1
+        # Cut off help prose that argparse puts on the same line after two+ spaces.
+        invocation = re.split(r"\s{2,}", invocation, maxsplit=1)[0]
+        strings = []
+        takes_value = False
+        optional = False
+        choices = None
+        for part in invocation.split(", "):
+            match = _HELP_OPT_RE.match(part.strip())
+            if not match:
+                continue
+            strings.append(match.group(1))
+            arg = match.group("arg")
+            if arg:
+                takes_value = True
+                if arg.startswith("["):
+                    optional = True  # nargs="?": "--flag [METAVAR]"
+                    arg = arg[1:-1]
+                braces = re.match(r"^\{([^}]*)\}", arg)
+                if braces:
+                    choices = [c for c in braces.group(1).split(",") if c != ""]
+        if strings:
+            entry = {"dest": None, "nargs": ("?" if optional else None) if takes_value else 0,
+                     "takes_value": takes_value,
+                     "choices": choices, "default": None, "type": None, "aliases": strings}
+            for opt in strings:
+                options[opt] = entry
+        i = j
+    return {"allow_abbrev": True, "options": options, "prog": None}
+
+
+def resolve_option(spec, flag):
+    """Find the parser option for ``flag`` the way argparse does.
+
+    :returns: ``(canonical_option_string, entry)``.
+    :raises FlagError: when the flag is unknown or an ambiguous abbreviation.
+    """
+    options = spec.get("options") or {}
+    if flag in options:
+        return flag, options[flag]
+    if flag.startswith("--") and spec.get("allow_abbrev", True):
+        matches = sorted(set(o for o in options if o.startswith(flag) and o.startswith("--")))
+        dests = set(id(options[o]) for o in matches)
+        if len(dests) == 1:
+            return matches[0], options[matches[0]]
+        if len(dests) > 1:
+            raise FlagError("%s is an ambiguous abbreviation (%s)" % (flag, ", ".join(matches)), flag=flag)
+    raise FlagError("unknown flag %s" % flag, flag=flag)
+
+
+def validate_args(argv, spec, revision="unknown revision"):
+    """Validate every flag and value in ``argv`` against a recorded parser spec.
+
+    Values that are systemd environment references (``${NAME}``) are accepted for any value-taking flag
+    without choices. Multi-value flags (``nargs`` ``+``/``*`` or an int > 1) accept several values.
+
+    :param argv: rendered argv tokens.
+    :param spec: from :func:`parser_spec_from_actions` or :func:`parse_help_text`.
+    :param revision: human-readable SGLang revision, e.g. ``"sglang 0.5.9 (commit 1a2b3c4)"``.
+    :returns: list of ``{"flag", "option", "value"}`` (``option`` = the parser's canonical string).
+    :raises FlagError: naming the flag, the value, the allowed choices and ``revision``.
+    """
+    checked = []
+    for flag, value in _pairs(argv):
+        try:
+            option, entry = resolve_option(spec, flag)
+        except FlagError as exc:
+            raise FlagError("%s: SGLang %s does not know this flag" % (exc, revision),
+                            flag=flag, value=value, revision=revision)
+        nargs = entry.get("nargs")
+        if not entry.get("takes_value"):
+            if value is not None:
+                raise FlagError("%s is a switch in SGLang %s and takes no value (got %r)" % (flag, revision, value),
+                                flag=flag, value=value, revision=revision)
+        else:
+            if value is None:
+                if nargs not in ("?", "*"):
+                    raise FlagError("%s needs a value in SGLang %s" % (flag, revision), flag=flag,
+                                    revision=revision)
+            values = value if isinstance(value, list) else ([] if value is None else [value])
+            multi = nargs in ("+", "*") or (isinstance(nargs, int) and nargs > 1)
+            if len(values) > 1 and not multi:
+                raise FlagError("%s takes one value in SGLang %s, got %s" % (flag, revision, values), flag=flag,
+                                value=value, revision=revision)
+            choices = entry.get("choices")
+            if choices is not None:
+                for one in values:
+                    if one not in choices:
+                        raise FlagError(
+                            "%s %s is not a valid choice in SGLang %s (choices: %s)"
+                            % (flag, one, revision, ", ".join(choices)),
+                            flag=flag, value=one, revision=revision)
+        checked.append({"flag": flag, "option": option, "value": value})
+    return checked

@@ -1,0 +1,231 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_readiness
+short_description: Wait for an SGLang systemd service to become ready, following its start-up progress
+version_added: "0.1.0"
+description:
+  - Polls the server's C(/health) endpoint (each request with a timeout of at least 5 seconds) until it answers
+    HTTP 200 O(successes) times in a row; any other answer resets the count (field report B23).
+  - Reads the unit's journal for the current start (its systemd InvocationID) while waiting and keeps waiting as
+    long as something advances - the C(Loading safetensors checkpoint shards N/M) counter or a new start-up phase
+    line (weights loaded, KV cache allocated, CUDA-graph capture, JIT) - and fails when nothing advanced for
+    O(stall_timeout) seconds or after O(max_wait) (field report B22).
+  - Stops at once when the unit fails or is being restarted after a crash.
+  - On failure returns the cause classified from the journal (init-time vs runtime OOM, port in use, warm-up
+    through a proxy, no kernel image, FA3 on a non-Hopper GPU, NCCL shared memory, P2P hang, ABI mismatch, ...)
+    and the last journal lines.
+  - The logic lives in C(plugins/module_utils/_readiness.py) and C(plugins/module_utils/_journal.py).
+author:
+  - blackwell.sglang maintainers
+options:
+  unit:
+    description: systemd unit name, e.g. C(sglang.service).
+    type: str
+    required: true
+  url:
+    description: Health URL. C(/health) is exempt from the API key in SGLang.
+    type: str
+    default: http://127.0.0.1:30000/health
+  request_timeout:
+    description: Seconds per health request; at least 5.
+    type: float
+    default: 10
+  successes:
+    description: Consecutive HTTP 200 answers needed.
+    type: int
+    default: 3
+  interval:
+    description: Seconds between polls.
+    type: float
+    default: 5
+  stall_timeout:
+    description: Seconds without any start-up progress after which the wait fails.
+    type: float
+    default: 900
+  max_wait:
+    description: Hard cap in seconds for the whole wait.
+    type: float
+    default: 14400
+  tail_lines:
+    description: Journal lines returned in RV(last_lines).
+    type: int
+    default: 40
+  tp_size:
+    description: Tensor-parallel size; with more than one GPU a stall after NCCL init is reported as a P2P hang.
+    type: int
+    default: 1
+attributes:
+  check_mode:
+    support: full
+    details: In check mode one health request is made and its answer returned; nothing waits.
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Wait for SGLang
+  blackwell.sglang.sglang_readiness:
+    unit: sglang.service
+    url: http://127.0.0.1:30000/health
+    stall_timeout: 900
+    tp_size: 8
+  register: sglang_ready
+"""
+
+RETURN = r"""
+ready:
+  description: Whether the server became ready.
+  returned: always
+  type: bool
+reason:
+  description: C(ready), C(unit_failed), C(stalled) or C(max_wait).
+  returned: always
+  type: str
+elapsed:
+  description: Seconds waited.
+  returned: always
+  type: float
+progress:
+  description: Latest shard-loading progress C({done, total}) or null.
+  returned: always
+  type: dict
+phase:
+  description: Last start-up phase line seen.
+  returned: always
+  type: str
+cause:
+  description: Classified cause (C(cause), C(summary), C(remedy), C(line), C(matches)) when not ready.
+  returned: when not ready
+  type: dict
+last_lines:
+  description: The last journal lines of this start.
+  returned: always
+  type: list
+  elements: str
+invocation_id:
+  description: systemd InvocationID of the start that was followed.
+  returned: always
+  type: str
+"""
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
+from ansible.module_utils.six.moves.urllib.error import HTTPError
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness
+
+
+class Journal(object):
+    """Incremental reader of one unit invocation's journal (``journalctl --after-cursor``)."""
+
+    def __init__(self, module, unit, invocation_id):
+        self.module = module
+        self.unit = unit
+        self.invocation_id = invocation_id
+        self.cursor = None
+        self.journalctl = module.get_bin_path("journalctl")
+
+    def __call__(self):
+        if not self.journalctl:
+            return []
+        cmd = [self.journalctl, "--no-pager", "-o", "cat", "--show-cursor"]
+        if self.invocation_id:
+            cmd.append("_SYSTEMD_INVOCATION_ID=%s" % self.invocation_id)
+        else:
+            cmd.extend(["-u", self.unit, "-n", "500"])
+        if self.cursor:
+            cmd.append("--after-cursor=%s" % self.cursor)
+        rc, out, _err = self.module.run_command(cmd, check_rc=False)
+        if rc != 0:
+            return []
+        lines = []
+        for line in out.splitlines():
+            if line.startswith("-- cursor: "):
+                self.cursor = line[len("-- cursor: "):].strip()
+            elif line.strip() and line.strip() != "-- No entries --":
+                lines.append(line)
+        return lines
+
+
+def systemctl_show(module, unit, props):
+    systemctl = module.get_bin_path("systemctl", required=True)
+    rc, out, err = module.run_command([systemctl, "show", unit] + ["--property=%s" % p for p in props],
+                                      check_rc=False)
+    values = {}
+    for line in out.splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            values[key] = value
+    return values
+
+
+def make_http_get(url):
+    def http_get(timeout):
+        try:
+            resp = open_url(url, method="GET", timeout=timeout, validate_certs=True, use_proxy=False)
+            return resp.getcode(), None
+        except HTTPError as exc:
+            return exc.code, "HTTP %s" % exc.code
+        except Exception as exc:  # connection refused, timeout, reset: the server is not answering yet
+            return None, "%s: %s" % (type(exc).__name__, exc)
+    return http_get
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            unit=dict(type="str", required=True),
+            url=dict(type="str", default="http://127.0.0.1:30000/health"),
+            request_timeout=dict(type="float", default=10.0),
+            successes=dict(type="int", default=3),
+            interval=dict(type="float", default=5.0),
+            stall_timeout=dict(type="float", default=900.0),
+            max_wait=dict(type="float", default=14400.0),
+            tail_lines=dict(type="int", default=40),
+            tp_size=dict(type="int", default=1),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        _readiness.validate_params(p["request_timeout"], p["successes"], p["interval"], p["stall_timeout"],
+                                   p["max_wait"])
+    except _readiness.ReadinessConfigError as exc:
+        module.fail_json(msg=str(exc))
+    http_get = make_http_get(p["url"])
+    invocation_id = systemctl_show(module, p["unit"], ["InvocationID"]).get("InvocationID") or None
+    if module.check_mode:
+        status, error = http_get(p["request_timeout"])
+        module.exit_json(changed=False, ready=status == 200, reason="check_mode", elapsed=0.0, progress=None,
+                         phase=None, last_lines=[], invocation_id=invocation_id, last_http=status or error)
+
+    def unit_state():
+        values = systemctl_show(module, p["unit"], ["ActiveState", "SubState"])
+        return values.get("ActiveState", "unknown"), values.get("SubState", "unknown")
+
+    result = _readiness.wait_ready(
+        http_get=http_get, read_journal=Journal(module, p["unit"], invocation_id), unit_state=unit_state,
+        clock=time.monotonic, sleep=time.sleep, request_timeout=p["request_timeout"], successes=p["successes"],
+        interval=p["interval"], stall_timeout=p["stall_timeout"], max_wait=p["max_wait"],
+        tail_lines=p["tail_lines"], tp_size=p["tp_size"])
+    result["invocation_id"] = invocation_id
+    if result["ready"]:
+        result.pop("cause", None)
+        module.exit_json(changed=False, **result)
+    cause = result["cause"] or {}
+    module.fail_json(msg="%s is not ready (%s after %.0f s): %s [%s] - %s" % (
+        p["unit"], result["reason"], result["elapsed"], cause.get("summary"), cause.get("cause"),
+        cause.get("remedy")), changed=False, **result)
+
+
+if __name__ == "__main__":
+    main()
