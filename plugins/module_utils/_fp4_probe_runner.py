@@ -510,7 +510,7 @@ def run_probe(spec, python=None, script=None, workdir=None):
         result["mm_fp4_is_backend_supported"] = info.get("mm_fp4_is_backend_supported")
         wanted = full.get("backends")
         candidates = [k for k in info.get("candidates", []) if not wanted or k in wanted]
-        if not info["device"].get("present"):
+        if not info["device"].get("present") and not full.get("allow_cpu"):
             # No GPU: still prove the shipped reference runs in this interpreter (CPU).
             ref = launcher.run("reference", max(1.0, min(full["timeout_s"], deadline - time.monotonic())))
             result["reference"] = ref["data"] if ref["status"] == "ok" else {
@@ -639,6 +639,7 @@ def child_env(spec):
             out["candidates"].append(key)
         else:
             out["not_offered"][key] = "%s not present in this venv" % api
+    out["candidates"].extend(spec.get("extra_backends") or [])
     if not torch.cuda.is_available():
         out["device"]["reason"] = "torch.cuda.is_available() is False (torch %s, CUDA build %s, %d devices)" % (
             torch.__version__, torch.version.cuda, torch.cuda.device_count())
@@ -821,16 +822,22 @@ def child_gemm(key, spec):
     import torch
     import nvfp4_reference as ref
 
+    cuda = torch.cuda.is_available()
     idx = int(spec.get("device_index", 0))
-    torch.cuda.set_device(idx)
-    dev = torch.device("cuda", idx)
-    major, minor = torch.cuda.get_device_capability(idx)
+    if cuda:
+        torch.cuda.set_device(idx)
+        dev = torch.device("cuda", idx)
+        major, minor = torch.cuda.get_device_capability(idx)
+    else:  # only reachable with spec allow_cpu (test drivers)
+        dev, major, minor = torch.device("cpu"), 0, 0
     cc = major * 10 + minor
-    meta = num.BACKENDS[key]
+    driver = _driver_module(spec) if key not in num.BACKENDS else None
+    meta = num.BACKENDS.get(key) or {"api": "driver:%s" % key, "library_backend": None,
+                                     "sglang": getattr(driver, "SGLANG", {}).get(key)}
     res = {"kind": "gemm", "api": meta["api"], "library_backend": meta["library_backend"], "sglang": meta["sglang"],
            "cases": [], "setup_s": None, "verdict": None}
     try:
-        prepare_b, call = _gemm_call_factory(key, torch, cc)
+        prepare_b, call = driver.gemm_driver(key, torch, cc) if driver else _gemm_call_factory(key, torch, cc)
     except Exception as exc:  # noqa: BLE001
         case = _error_case(exc, {})
         res.update(verdict=case["verdict"], reason=case["reason"], source="capability_table" if isinstance(exc, Unsupported) else "library",
@@ -865,12 +872,13 @@ def child_gemm(key, spec):
             try:
                 t0 = time.monotonic()
                 y = call(a_q, prepared, alpha, out)
-                torch.cuda.synchronize()
+                if cuda:
+                    torch.cuda.synchronize()
                 if first:
                     res["setup_s"] = round(time.monotonic() - t0, 3)  # JIT/autotune land here
                     first = False
                 first_out = (y if y is not None else out).clone()
-                t_us, y2 = _time_calls(torch, lambda: call(a_q, prepared, alpha, out), spec["warmup"], spec["iters"], True)
+                t_us, y2 = _time_calls(torch, lambda: call(a_q, prepared, alpha, out), spec["warmup"], spec["iters"], cuda)
                 last_out = (y2 if y2 is not None else out).clone()
             except Exception as exc:  # noqa: BLE001
                 case = _error_case(exc, case)
@@ -1050,8 +1058,20 @@ def run_child_step(name, spec):
         return child_reference(spec)
     meta = num.BACKENDS.get(name)
     if meta is None:
+        if spec.get("driver_module"):
+            return child_gemm(name, spec)
         raise SystemExit("unknown probe step %r" % name)
     return child_moe(name, spec) if meta["kind"] == "moe" else child_gemm(name, spec)
+
+
+def _driver_module(spec):
+    """Extension point: ``spec["driver_module"]`` names a module (next to the
+    runner or on sys.path) with ``gemm_driver(key, torch, cc) -> (prepare_b, call)``
+    and optional ``SGLANG = {key: value}``.  The unit tests use it to inject faulty
+    kernels (NaN, zero rows, hangs, aborts) through the real process machinery."""
+    import importlib
+
+    return importlib.import_module(spec["driver_module"])
 
 
 def main(argv=None):
