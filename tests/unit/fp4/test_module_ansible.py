@@ -1,0 +1,56 @@
+"""blackwell.sglang.fp4_kernel_probe through real Ansible (AnsiballZ ships the runner to the target python).
+
+This machine has no GPU, so the module must return device.present=false with the reason, and the shipped
+reference must have run on the CPU of the target interpreter.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
+
+
+def _adhoc(args, check=False):
+    if not os.path.exists(ANSIBLE):
+        pytest.skip("ansible CLI not installed next to this python")
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json",
+               LC_ALL="C.UTF-8")
+    cmd = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
+           "-m", "blackwell.sglang.fp4_kernel_probe", "-a", json.dumps(args)] + (["--check"] if check else [])
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = json.loads(proc.stdout)
+    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("check", [False, True], ids=["run", "check-mode"])
+def test_module_without_gpu_returns_reason(check):
+    res = _adhoc({"python": sys.executable, "m_list": [1, 9]}, check=check)
+    assert not res.get("failed"), res.get("msg")
+    assert res["changed"] is False
+    assert res["device"]["present"] is False and "torch.cuda.is_available() is False" in res["device"]["reason"]
+    assert res["reference"]["ok"] is True and res["reference"]["device"] == "cpu"
+    assert res["recommended"]["fp4_gemm_backend"] is None
+    assert res["probe"]["cleaned_up"] is True and res["probe"]["module_wall_s"] > 0
+    assert set(res["fp4_paths_present"]) >= {"flashinfer.mm_fp4", "sgl_kernel.cutlass_scaled_fp4_mm"}
+
+
+@pytest.mark.slow
+def test_module_fails_cleanly_for_missing_python(tmp_path):
+    res = _adhoc({"python": str(tmp_path / "venv" / "bin" / "python")})
+    assert res["failed"] is True and "does not exist" in res["msg"]
+
+
+@pytest.mark.slow
+def test_module_rejects_bad_shape():
+    res = _adhoc({"python": sys.executable, "shapes": [{"n": 128, "k": 100}]})
+    assert res["failed"] is True and "multiple of 32" in res["msg"]
