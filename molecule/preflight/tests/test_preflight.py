@@ -1,0 +1,39 @@
+"""The preflight changed nothing on the sandbox and its modules answer the same from the container."""
+
+from __future__ import annotations
+
+
+def test_nothing_installed_by_the_preflight(host):
+    # The preflight reads /opt/sglang and the venv paths but must not create them.
+    assert not host.file("/opt/sglang").exists
+    assert not host.file("/etc/blackwell-sglang").exists
+
+
+def test_gpu_facts_no_gpu(ansible_host):
+    out = ansible_host.ansible("blackwell.sglang.gpu_facts", "", check=False)
+    assert out["gpu_count"] == 0
+    assert "nvidia-smi not found" in out["reason"]
+    assert out["changed"] is False
+
+
+def test_gpu_facts_recorded_b28_pair(ansible_host):
+    smi = "/opt/blackwell-fixtures/nvidia_smi/rtx_pro_6000_x2_pcie_b28/nvidia-smi"
+    out = ansible_host.ansible("blackwell.sglang.gpu_facts", "nvidia_smi=%s" % smi, check=False)
+    assert out["gpu_count"] == 2
+    assert out["cuda_driver_version"] == "13.0"
+    assert [g["compute_cap"] for g in out["gpus"]] == ["12.0", "12.0"]
+    assert out["p2p_read"]["all_ok"] is True
+
+
+def test_gpu_facts_too_old_driver_is_an_error_not_no_gpu(ansible_host):
+    smi = "/opt/blackwell-fixtures/nvidia_smi/driver_470_too_old_b17/nvidia-smi"
+    out = ansible_host.ansible("blackwell.sglang.gpu_facts", "nvidia_smi=%s" % smi, check=False)
+    assert out.get("failed") is True
+    assert out["error"] == "too_old"
+    assert "580" in out["msg"]
+
+
+def test_host_facts_in_container(ansible_host):
+    out = ansible_host.ansible("blackwell.sglang.host_facts", "", check=False)
+    assert out["shm"]["size_bytes"] > 0
+    assert out["glibc"] == "2.36"
