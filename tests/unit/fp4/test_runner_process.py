@@ -37,7 +37,7 @@ def _run(tmp_path, spec):
 @pytest.mark.slow
 @pytest.mark.parametrize("fork_server", [True, False], ids=["fork-server", "spawn"])
 def test_faults_are_contained_and_classified(tmp_path, fork_server):
-    spec = {"allow_cpu": True, "driver_module": "fake_fp4_drivers", "extra_backends": FAKES,
+    spec = {"allow_cpu": True, "driver_module": "fake_fp4_drivers", "extra_backends": FAKES, "backends": FAKES,
             "shapes": [{"n": 128, "k": 256}], "m_list": [1, 9, 128, 150], "timeout_s": 8, "env_timeout_s": 60,
             "warmup": 1, "iters": 2, "fork_server": fork_server}
     res = _run(tmp_path, spec)
@@ -66,9 +66,10 @@ def test_faults_are_contained_and_classified(tmp_path, fork_server):
     assert rec["fp4_gemm_backend"] == "fake_exact"
     assert [n for n, _ in rec["ranking"]["fp4_gemm_backend"]] == ["fake_exact", "fake_slow_exact"]
     assert rec["moe_runner_backend"] is None
-    assert res["reference"]["ok"] is True and res["reference"]["device"] == "cpu"
+    assert res["reference"]["ok"] is True
 
 
+@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="this checks the no-GPU path")
 def test_probe_without_gpu_returns_reason_and_runs_cpu_reference(tmp_path):
     workdir = tmp_path / "work"
     workdir.mkdir()
