@@ -94,3 +94,12 @@ def test_unavailable_fields_and_failed_q_are_tolerated():
     assert facts["driver_version"] == "580.126.09"
     assert facts["cuda_driver_version"] is None
     assert any("nvidia-smi -q failed" in w for w in facts["warnings"])
+
+
+def test_h200_pair_recorded_nvlink():
+    # Recorded on the two-GPU H200 machine: NV18 between the GPUs, peer read OK, ANSI-underlined headers.
+    facts = _gpu.collect(run, smi("h200x2_nvlink_driver580"), lspci=None, sysfs_root="/nonexistent")
+    assert facts["gpu_count"] == 2
+    assert facts["topology"]["links"] == {"GPU0": {"GPU1": "NV18"}, "GPU1": {"GPU0": "NV18"}}
+    assert facts["topology"]["nvlink_all_pairs"] is True
+    assert facts["p2p_read"]["all_ok"] is True

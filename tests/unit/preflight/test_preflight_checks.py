@@ -427,3 +427,33 @@ def test_every_check_has_the_contract_keys(good_tool):
         assert c["message"]
         if c["status"] == "fail":
             assert c["remedy"]
+
+
+def test_h200_pair_recorded_tp2_nvlink_passes_p2p_when_target_is_90(good_tool):
+    gpu = gpu_of("h200x2_nvlink_driver580", lspci=None)
+    result = _preflight.evaluate(gpu, good_tool, host(), cfg(tp_size=2, target_compute_capability="9.0"))
+    checks = by_name(result)
+    assert checks["p2p_topology"]["status"] == "pass"
+    assert "GPU0-GPU1 NV18" in checks["p2p_topology"]["message"]
+    assert result["service_env"] == {} and result["service_args"] == []
+    # and for the real target (12.0) the same pair is refused with the reason
+    refused = by_name(_preflight.evaluate(gpu, good_tool, host(), cfg(tp_size=2)))
+    assert "GPU 1 (NVIDIA H200, 0000:00:07.0) has compute capability 9.0, not 12.0" in refused[
+        "gpu_compute_capability"]["message"]
+
+
+def test_h200_pair_recorded_preflight_run():
+    dump = load_json(fixture("h200x2_preflight_tp2_cc90.json"))
+    checks = by_name({"checks": dump["preflight_checks"]})
+    assert checks["p2p_topology"]["status"] == "pass"
+    assert dump["preflight_service_env"] == {}
+    assert dump["preflight_build_jobs"] >= 1
+
+
+def test_nccl_smoke_recorded_on_h200_pair():
+    # roles/preflight/files/nccl_allreduce_smoke.py on 2x H200 (NVLink): both verdicts ok; P2P off costs bandwidth.
+    on = load_json(fixture("h200x2_nccl_smoke_p2p_on.json"))
+    off = load_json(fixture("h200x2_nccl_smoke_p2p_off.json"))
+    assert on["verdict"] == off["verdict"] == "ok"
+    assert off["nccl_env"]["NCCL_P2P_DISABLE"] == "1" and "NCCL_P2P_DISABLE" not in on["nccl_env"]
+    assert min(r["busbw_gbps"] for r in on["ranks"]) > 5 * max(r["busbw_gbps"] for r in off["ranks"])
