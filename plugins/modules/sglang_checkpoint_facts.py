@@ -43,6 +43,13 @@ options:
     description: Allow an FP8 KV cache although the checkpoint has no k/v scales (SGLang then uses 1.0).
     type: bool
     default: false
+  missing_ok:
+    description:
+      - When O(model_path) does not exist, return RV(checkpoint=null) and the guard's decision for an uninspected
+        checkpoint (C(bf16) on compute capability 12.x, with a warning) instead of failing. For hosts where the
+        model is copied later.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
@@ -66,7 +73,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 checkpoint:
-  description: Facts read from the checkpoint directory.
+  description: Facts read from the checkpoint directory (null when O(missing_ok) applied).
   returned: always
   type: dict
   contains:
@@ -126,6 +133,8 @@ kv_cache:
     warnings: {description: Warnings (also emitted as Ansible warnings)., type: list, elements: str}
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint
@@ -140,6 +149,7 @@ def main():
             kv_cache_dtype=dict(type="str", default="",
                                 choices=["", "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"]),
             allow_fp8_without_scales=dict(type="bool", default=False),
+            missing_ok=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -149,6 +159,18 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     cc_major = cc[0] if cc else None
+    if params["missing_ok"] and not os.path.exists(params["model_path"]):
+        try:
+            decision = _checkpoint.decide_kv_cache_dtype(None, params["kv_cache_dtype"],
+                                                         params["allow_fp8_without_scales"], cc_major)
+        except ValueError as exc:
+            module.fail_json(msg=str(exc), checkpoint=None)
+        module.warn("%s does not exist; KV-cache guard applied without checkpoint facts" % params["model_path"])
+        for warning in decision["warnings"]:
+            module.warn(warning)
+        module.exit_json(changed=False, checkpoint=None, recommended_kv_cache_dtype=decision["dtype"],
+                         quant_algo=None, kv_cache_quant_algo=None, has_kv_scales=None, num_shards=None,
+                         total_bytes=None, kv_cache=decision)
     try:
         facts = _checkpoint.checkpoint_facts(params["model_path"])
     except (_checkpoint.CheckpointError, OSError) as exc:

@@ -1,0 +1,78 @@
+"""What sglang_service promises on a host without a GPU (molecule sandbox), checked on the converged container."""
+
+import re
+
+UNIT = "/etc/systemd/system/sglang.service"
+
+
+def test_unit_rendered_with_validated_flags(host):
+    unit = host.file(UNIT)
+    assert unit.exists and unit.user == "root" and unit.mode == 0o644
+    text = unit.content_string
+    assert "-m sglang.launch_server" in text
+    assert "/opt/sglang/current/venv/bin/python" in text
+    assert "Flags validated against sglang 0.5.9 (commit ac47845afd69)" in text
+    for flag in ("--attention-backend flashinfer", "--fp4-gemm-backend flashinfer_cudnn",
+                 "--moe-runner-backend flashinfer_cutlass", "--enable-metrics", "--host 127.0.0.1"):
+        assert flag in text, flag
+    # the checkpoint declares FP8 KV without k/v scales: the guard renders bf16
+    assert "--kv-cache-dtype bf16" in text
+    # side_effect changed the fraction
+    assert "--mem-fraction-static 0.8" in text
+
+
+def test_api_key_only_as_reference(host):
+    text = host.file(UNIT).content_string
+    assert "--api-key ${SGLANG_API_KEY}" in text
+    assert "sandbox-api-key" not in text
+    assert "sandbox-api-key" not in host.file("/etc/blackwell-sglang/sglang.env").content_string
+    secrets = host.file("/etc/blackwell-sglang/sglang-secrets.env")
+    assert secrets.mode == 0o600 and secrets.user == "root"
+
+
+def test_unit_shape(host):
+    text = host.file(UNIT).content_string
+    for line in ("Type=exec", "User=sglang", "KillMode=mixed", "Restart=on-failure", "LimitMEMLOCK=infinity",
+                 "EnvironmentFile=/etc/blackwell-sglang/cuda.env", "StartLimitBurst=3", "NoNewPrivileges=yes",
+                 "ProtectSystem=strict", "SystemCallFilter=@system-service"):
+        assert re.search("^%s$" % re.escape(line), text, re.M), line
+    assert "PrivateDevices" not in text and "MemoryDenyWriteExecute" not in text
+    assert int(re.search(r"^TimeoutStartSec=(\d+)$", text, re.M).group(1)) >= 300
+
+
+def test_environment(host):
+    env = host.file("/etc/blackwell-sglang/sglang.env").content_string
+    assert re.search(r"^NO_PROXY=.*0\.0\.0\.0", env, re.M)
+    for key in ("HF_HOME=/var/lib/sglang/", "FLASHINFER_WORKSPACE_BASE=/var/cache/sglang",
+                "TVM_FFI_CACHE_DIR=/var/cache/sglang/", "TRITON_CACHE_DIR=/var/cache/sglang/",
+                "XDG_CACHE_HOME=/var/cache/sglang", "SGLANG_MOLECULE_SIDE_EFFECT=1"):
+        assert key in env, key
+
+
+def test_systemd_analyze_verify_clean(host):
+    out = host.run("systemd-analyze verify %s", UNIT)
+    assert out.rc == 0, out.stderr
+    problems = [line for line in (out.stdout + out.stderr).splitlines() if "sglang" in line]
+    assert problems == [], problems
+
+
+def test_enabled_not_started_without_gpu(host):
+    svc = host.service("sglang")
+    assert svc.is_enabled
+    assert not svc.is_running
+    assert host.run("systemctl show -p NRestarts --value sglang.service").stdout.strip() == "0"
+
+
+def test_service_user_unprivileged(host):
+    user = host.user("sglang")
+    assert user.shell == "/usr/sbin/nologin" and user.uid < 1000
+
+
+def test_side_effect_notified_exactly_one_restart(host):
+    before = int(host.file("/var/lib/blackwell-sglang/molecule-ledger-before").content_string.strip())
+    lines = host.file("/var/lib/blackwell-sglang/sglang-restarts.log").content_string.splitlines()
+    # converge wrote the first decision, idempotence none, side_effect (unit + env changed) exactly one more
+    assert before == 1
+    assert len(lines) == 2, lines
+    assert "restart deferred: no NVIDIA GPU on" in lines[-1]
+    assert lines[0].split("argv_sha1=")[1] != lines[1].split("argv_sha1=")[1]
