@@ -11,7 +11,7 @@ one next to the running release instead of over it.
 Canonical form (schema ``1``):
 
 * ``sglang_ref``: the ref as configured (a commit id is lower-cased; branch/tag names kept verbatim).
-* ``kernel_patches``: sorted, de-duplicated list of patch identifiers.
+* ``kernel_patches``: sorted, de-duplicated list of patch identifiers (a mapping entry is written as sorted JSON).
 * ``cuda_version``: ``"major.minor"`` (``"13"`` -> ``"13.0"``, ``"13.0.88"`` -> ``"13.0"``).
 * ``torch_version`` / ``flashinfer_version``: PEP 440 normalised (``2.12.0.dev20260307+cu130``), "" when unset.
 * ``cuda_archs``: sorted, de-duplicated, lower-cased (``["12.0a"]``).
@@ -55,7 +55,10 @@ def _str_list(value, lower=False):
         return []
     if isinstance(value, str):
         value = [value]
-    items = {(str(v).strip().lower() if lower else str(v).strip()) for v in value}
+    items = set()
+    for v in value:
+        text = json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else str(v).strip()
+        items.add(text.lower() if lower else text)
     return sorted(i for i in items if i)
 
 

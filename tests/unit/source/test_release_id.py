@@ -76,3 +76,9 @@ def test_filter():
         release_id_filter("d28f35240a")
     with pytest.raises(AnsibleFilterError):
         release_id_filter({"bogus": 1})
+
+
+def test_structured_patch_entries_are_order_independent():
+    a = dict(ORIGINAL, kernel_patches=[{"name": "cccl_include", "dir": "/usr/local/cuda/include/cccl"}])
+    b = dict(ORIGINAL, kernel_patches=[{"dir": "/usr/local/cuda/include/cccl", "name": "cccl_include"}])
+    assert rel.release_id(a) == rel.release_id(b) != rel.release_id(ORIGINAL)
