@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Apache-2.0 (see LICENSE)
-"""Filters ``blackwell.sglang.preflight_evaluate`` and ``blackwell.sglang.preflight_report``."""
+"""Filter ``blackwell.sglang.preflight_evaluate``: facts in, preflight checks out."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ _value:
 """
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.blackwell.sglang.plugins.module_utils._preflight import evaluate, failure_report
+from ansible_collections.blackwell.sglang.plugins.module_utils._preflight import evaluate
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import MissingPackaging
 
 
@@ -56,10 +56,6 @@ def preflight_evaluate(gpu, toolchain, host, config):
         raise AnsibleFilterError("preflight_evaluate: %s: %s" % (type(exc).__name__, exc))
 
 
-def preflight_report(checks):
-    return failure_report(checks)
-
-
 class FilterModule(object):
     def filters(self):
-        return {"preflight_evaluate": preflight_evaluate, "preflight_report": preflight_report}
+        return {"preflight_evaluate": preflight_evaluate}
