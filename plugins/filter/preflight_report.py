@@ -9,7 +9,7 @@ name: preflight_report
 short_description: Render the failed preflight checks with their remedies as one message
 version_added: 0.1.0
 description:
-  - "Takes C(preflight_checks) and returns a text block that starts with C(N preflight check(s\\) failed:) and lists
+  - "Takes C(preflight_checks) and returns a text block that starts with the count of failed checks and lists
     each failed check as C(- name: message) followed by C(remedy: ...). Used by the preflight role's final C(fail)."
 options:
   _input:
