@@ -18,6 +18,7 @@ Every version comparison is on integer tuples or :mod:`packaging.version` (via `
 
 from __future__ import annotations
 
+import json
 import os
 import re
 
@@ -748,3 +749,44 @@ def failure_report(checks):
         if c.get("remedy"):
             lines.append("  remedy: %s" % c["remedy"])
     return "\n".join(lines)
+
+
+def check_nccl_smoke(rc, stdout, service_env=None):
+    """Turn one run of ``roles/preflight/files/nccl_allreduce_smoke.py`` into a check.
+
+    :param rc: its exit status (0 ok, 2 wrong result, 3 timeout = hang, 1 error, anything else: crashed).
+    :param stdout: its output; the last line that parses as JSON is the result.
+    :param service_env: the environment it ran with (the service's), to word the remedy.
+    """
+    name = "nccl_allreduce_smoke"
+    result = None
+    for line in reversed((stdout or "").splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                result = json.loads(line)
+                break
+            except ValueError:
+                continue
+    if result is None:
+        return check(name, FAIL, "all-reduce smoke test gave no result (rc=%s)" % rc,
+                     "run roles/preflight/files/nccl_allreduce_smoke.py by hand with the venv python")
+    p2p_off = (service_env or {}).get("NCCL_P2P_DISABLE") == "1"
+    mode = "NCCL_P2P_DISABLE=1" if p2p_off else "P2P enabled"
+    verdict = result.get("verdict")
+    if verdict == "ok":
+        bw = [r.get("busbw_gbps") for r in result.get("ranks") or [] if r.get("busbw_gbps") is not None]
+        return check(name, PASS, "all_reduce over %d GPU(s) finished in %ss with %s (NCCL %s, bus bandwidth %s GB/s)"
+                     % (result.get("gpus"), result.get("elapsed_s"), mode, result.get("nccl"),
+                        min(bw) if bw else "unknown"))
+    if verdict == "nccl_p2p_hang":
+        remedy = ("GPUs may stay at 100%% utilisation: reset or reboot them; " +
+                  ("P2P is already disabled, so look at NCCL_DEBUG=INFO output and the PCIe topology" if p2p_off else
+                   "set NCCL_P2P_DISABLE=1 (drop preflight_p2p_opt_out), disable ACS in BIOS or boot with iommu=pt"))
+        return check(name, FAIL, "nccl_p2p_hang: all_reduce did not finish within %ss with %s (hung ranks %s)" % (
+            result.get("timeout_s"), mode, result.get("hung_ranks")), remedy)
+    if verdict == "wrong_result":
+        return check(name, FAIL, "all_reduce returned wrong values with %s" % mode,
+                     "check GPU health (nvidia-smi -q -d ECC) and NCCL version")
+    return check(name, FAIL, "all-reduce smoke test error: %s" % result.get("error"),
+                 "check torch/NCCL in the venv and the visible GPUs")

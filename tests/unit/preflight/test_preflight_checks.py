@@ -457,3 +457,37 @@ def test_nccl_smoke_recorded_on_h200_pair():
     assert on["verdict"] == off["verdict"] == "ok"
     assert off["nccl_env"]["NCCL_P2P_DISABLE"] == "1" and "NCCL_P2P_DISABLE" not in on["nccl_env"]
     assert min(r["busbw_gbps"] for r in on["ranks"]) > 5 * max(r["busbw_gbps"] for r in off["ranks"])
+
+
+# --- NCCL all-reduce smoke (B28) ---------------------------------------------------------------------------------
+
+def test_nccl_smoke_recorded_ok_is_pass():
+    text = read(fixture("h200x2_nccl_smoke_p2p_off.json"))
+    check = _preflight.check_nccl_smoke(0, text, {"NCCL_P2P_DISABLE": "1"})
+    assert check["status"] == "pass"
+    assert "NCCL_P2P_DISABLE=1" in check["message"] and "NCCL 2.28.9" in check["message"]
+
+
+def test_nccl_smoke_hang_is_fail_with_reset_advice():
+    text = ('{"gpus": 2, "timeout_s": 60.0, "verdict": "nccl_p2p_hang", "hung_ranks": [0, 1], "ranks": []}')
+    check = _preflight.check_nccl_smoke(3, "NCCL INFO ...\n" + text, {})
+    assert check["status"] == "fail"
+    assert check["message"].startswith("nccl_p2p_hang")
+    assert "NCCL_P2P_DISABLE=1" in check["remedy"] and "reset or reboot" in check["remedy"]
+
+
+def test_nccl_smoke_without_output_is_fail():
+    assert _preflight.check_nccl_smoke(137, "Killed", {})["status"] == "fail"
+
+
+def test_nccl_smoke_script_without_gpus_reports_error(tmp_path):
+    # Really runs the script with this venv's (CPU) torch: no GPU -> verdict error, exit 1, one JSON line.
+    import subprocess
+    import sys
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "preflight", "files",
+                          "nccl_allreduce_smoke.py")
+    proc = subprocess.run([sys.executable, script, "--gpus", "2", "--timeout", "5"], capture_output=True, text=True,
+                          check=False, timeout=120)
+    check = _preflight.check_nccl_smoke(proc.returncode, proc.stdout, {})
+    assert proc.returncode == 1
+    assert check["status"] == "fail" and "smoke test error" in check["message"]
