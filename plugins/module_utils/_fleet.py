@@ -1,0 +1,141 @@
+# -*- coding: utf-8 -*-
+# Apache-2.0 (see LICENSE)
+"""Fleet drift: compare release manifests across hosts and against what each host runs now.
+
+A manifest is the JSON that ``sglang_release`` writes to ``<release dir>/manifest.json`` (schema 1): release id and
+key, SGLang repo/commit/version, torch build, installed distributions, wheel sha256s, unit sha256 and the FP4 probe's
+recommendation. Two kinds of drift are reported:
+
+- *fleet drift*: a host whose value for a compared field differs from the value most hosts in the same scope have
+  (the majority is the reference; a tie is broken by the sorted value so the report is deterministic);
+- *host drift*: a host whose live state (distributions, torch, unit file hash read now) differs from its own manifest,
+  e.g. somebody ran ``pip install`` in the release venv or edited the unit by hand.
+
+Pure Python; no Ansible imports, so the same code runs in the ``manifest_drift`` filter and in unit tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+# Fields compared across hosts: (label, path into the manifest).
+FLEET_FIELDS = (
+    ("release id", ("release", "id")),
+    ("sglang commit", ("sglang", "commit")),
+    ("sglang version", ("sglang", "version")),
+    ("torch", ("torch", "version")),
+    ("torch cuda", ("torch", "cuda")),
+    ("python", ("python",)),
+    ("unit sha256", ("unit", "sha256")),
+    ("fp4 gemm backend", ("probe", "recommended", "fp4_gemm_backend")),
+    ("moe runner backend", ("probe", "recommended", "moe_runner_backend")),
+)
+
+# Distributions whose versions must match across the fleet (others may differ without it being drift).
+KEY_DISTRIBUTIONS = ("torch", "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
+                     "flashinfer-jit-cache", "triton", "pytorch-triton", "transformers")
+
+
+def _get(mapping, path):
+    cur = mapping
+    for part in path:
+        if not isinstance(cur, dict) or part not in cur:
+            return None
+        cur = cur[part]
+    return cur
+
+
+def _canon(value):
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+
+
+def _wheel_hashes(manifest):
+    """``{wheel file name: sha256}``: compared by name so different release paths don't count as drift."""
+    out = {}
+    for path, digest in (manifest.get("wheels") or {}).items():
+        out[str(path).rsplit("/", 1)[-1]] = digest
+    return out
+
+
+def _fields(manifest):
+    fields = {}
+    for label, path in FLEET_FIELDS:
+        fields[label] = _get(manifest, path)
+    packages = manifest.get("packages") or {}
+    for name in KEY_DISTRIBUTIONS:
+        if name in packages:
+            fields["package " + name] = packages[name]
+    for name, digest in _wheel_hashes(manifest).items():
+        fields["wheel " + name] = digest
+    return fields
+
+
+def fleet_drift(manifests):
+    """Compare manifests across hosts.
+
+    :param manifests: ``{host: manifest dict or None}``; None (or ``{}``) means the host has no manifest.
+    :returns: list of ``{"host", "field", "value", "expected", "hosts_with_expected"}`` sorted by host and field,
+        plus one ``{"host", "field": "manifest", "value": None, "expected": "present"}`` per host without a manifest.
+    """
+    missing = sorted(h for h, m in manifests.items() if not m)
+    present = {h: _fields(m) for h, m in manifests.items() if m}
+    drift = [{"host": h, "field": "manifest", "value": None, "expected": "present", "hosts_with_expected": len(present)}
+             for h in missing]
+    labels = sorted({label for f in present.values() for label in f})
+    for label in labels:
+        counts = Counter(_canon(f.get(label)) for f in present.values())
+        if len(counts) <= 1:
+            continue
+        # majority value; ties broken by the string form so the reference is deterministic
+        expected, votes = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))[0]
+        for host in sorted(present):
+            value = _canon(present[host].get(label))
+            if value != expected:
+                drift.append({"host": host, "field": label, "value": value, "expected": expected,
+                              "hosts_with_expected": votes})
+    return sorted(drift, key=lambda d: (d["host"], d["field"]))
+
+
+def host_drift(host, manifest, live):
+    """Compare one host's manifest with what it runs now.
+
+    :param manifest: the manifest dict (may be empty).
+    :param live: ``{"distributions": {name: version}, "torch": {...}, "unit_sha256": str or None}`` read now.
+    :returns: list of ``{"host", "field", "value" (live), "expected" (manifest)}``.
+    """
+    if not manifest:
+        return [{"host": host, "field": "manifest", "value": None, "expected": "present"}]
+    out = []
+    recorded = manifest.get("packages") or {}
+    now = (live or {}).get("distributions") or {}
+    for name in sorted(set(recorded) | set(now)):
+        if recorded.get(name) != now.get(name):
+            out.append({"host": host, "field": "package " + name, "value": now.get(name), "expected": recorded.get(name)})
+    unit_now = (live or {}).get("unit_sha256")
+    unit_rec = _get(manifest, ("unit", "sha256"))
+    if unit_now != unit_rec:
+        out.append({"host": host, "field": "unit sha256", "value": unit_now, "expected": unit_rec})
+    return out
+
+
+def drift_report(manifests, live=None):
+    """Both kinds of drift plus a Markdown-ish text summary.
+
+    :param manifests: ``{host: manifest}``.
+    :param live: optional ``{host: live state}`` (see :func:`host_drift`).
+    :returns: ``{"fleet": [...], "hosts": [...], "drift": bool, "summary": [str, ...]}``.
+    """
+    fleet = fleet_drift(manifests)
+    hosts = []
+    for host in sorted((live or {})):
+        hosts.extend(host_drift(host, manifests.get(host) or {}, live[host]))
+    summary = []
+    for d in fleet:
+        summary.append("fleet drift on %s: %s = %r, %d host(s) have %r" % (
+            d["host"], d["field"], d["value"], d["hosts_with_expected"], d["expected"]))
+    for d in hosts:
+        summary.append("host drift on %s: %s is %r now, manifest says %r" % (d["host"], d["field"], d["value"], d["expected"]))
+    if not summary:
+        summary.append("no drift across %d host(s)" % len(manifests))
+    return {"fleet": fleet, "hosts": hosts, "drift": bool(fleet or hosts), "summary": summary}

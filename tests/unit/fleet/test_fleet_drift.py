@@ -1,0 +1,71 @@
+"""Fleet and host drift over manifests shaped like the ones sglang_release writes."""
+
+import copy
+
+from ansible_collections.blackwell.sglang.plugins.module_utils._fleet import drift_report, fleet_drift, host_drift
+
+BASE = {
+    "schema": 1,
+    "release": {"id": "0123456789ab", "dir": "/opt/sglang/releases/0123456789ab"},
+    "sglang": {"repo": "file:///srv/mirror/sglang.git", "commit": "a" * 40, "version": "0.5.9"},
+    "python": "3.11.2",
+    "torch": {"version": "2.13.0+cpu", "cuda": None},
+    "packages": {"torch": "2.13.0+cpu", "sglang": "0.5.9", "sgl-kernel": "0.3.21", "flashinfer-python": "0.6.3"},
+    "wheels": {"/opt/sglang/wheels/sgl-kernel/k1/sgl_kernel-0.3.21-cp310-abi3-linux_x86_64.whl": "f" * 64},
+    "unit": {"path": "/etc/systemd/system/sglang.service", "sha256": "e" * 64},
+    "probe": {"recommended": {"fp4_gemm_backend": None, "moe_runner_backend": None}},
+}
+
+
+def fleet(n=3):
+    return {"gpu-%d" % i: copy.deepcopy(BASE) for i in range(1, n + 1)}
+
+
+def test_identical_fleet_has_no_drift():
+    report = drift_report(fleet())
+    assert report["drift"] is False
+    assert report["summary"] == ["no drift across 3 host(s)"]
+
+
+def test_one_host_on_another_torch_is_named_against_the_majority():
+    manifests = fleet()
+    manifests["gpu-2"]["torch"]["version"] = "2.12.0.dev20260307+cu130"
+    manifests["gpu-2"]["packages"]["torch"] = "2.12.0.dev20260307+cu130"
+    drift = fleet_drift(manifests)
+    assert {(d["host"], d["field"]) for d in drift} == {("gpu-2", "torch"), ("gpu-2", "package torch")}
+    assert all(d["expected"] == "2.13.0+cpu" and d["hosts_with_expected"] == 2 for d in drift)
+
+
+def test_wheels_compared_by_name_not_release_path():
+    manifests = fleet(2)
+    wheel = "sgl_kernel-0.3.21-cp310-abi3-linux_x86_64.whl"
+    manifests["gpu-2"]["wheels"] = {"/opt/sglang/wheels/sgl-kernel/k2/" + wheel: "f" * 64}
+    assert fleet_drift(manifests) == []
+    manifests["gpu-2"]["wheels"] = {"/x/" + wheel: "0" * 64}
+    drift = fleet_drift(manifests)
+    # a 1:1 tie: the smaller hash is the reference, so exactly the other host is reported
+    assert [(d["host"], d["field"], d["expected"]) for d in drift] == [("gpu-1", "wheel " + wheel, "0" * 64)]
+
+
+def test_missing_manifest_is_drift():
+    manifests = fleet(2)
+    manifests["gpu-3"] = None
+    drift = fleet_drift(manifests)
+    assert drift == [{"host": "gpu-3", "field": "manifest", "value": None, "expected": "present", "hosts_with_expected": 2}]
+
+
+def test_host_drift_sees_a_hand_installed_package_and_an_edited_unit():
+    live = {"distributions": dict(BASE["packages"], torch="2.14.1"), "unit_sha256": "d" * 64}
+    drift = host_drift("gpu-1", BASE, live)
+    fields = {d["field"]: d for d in drift}
+    assert fields["package torch"]["value"] == "2.14.1"
+    assert fields["package torch"]["expected"] == "2.13.0+cpu"
+    assert fields["unit sha256"]["value"] == "d" * 64
+    assert len(drift) == 2
+
+
+def test_host_in_sync_reports_nothing():
+    live = {"distributions": dict(BASE["packages"]), "unit_sha256": "e" * 64}
+    assert host_drift("gpu-1", BASE, live) == []
+    report = drift_report(fleet(), {"gpu-1": live})
+    assert report["drift"] is False
