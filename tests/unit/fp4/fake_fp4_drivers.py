@@ -38,7 +38,7 @@ def gemm_driver(key, torch, cc):
         y = ref.reference_gemm(a_q, b_q).to(torch.bfloat16)
         m = y.shape[0]
         if key == "gemm/fake_slow_exact":
-            time.sleep(0.002)
+            time.sleep(0.05)  # clearly slower than the exact fake on any machine
         elif key == "gemm/fake_nan" and m >= 9:
             y[m // 2, 3] = float("nan")
         elif key == "gemm/fake_zeros_m150" and m == 150:
