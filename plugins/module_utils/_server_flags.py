@@ -519,29 +519,29 @@ def validate_args(argv, spec, revision="unknown revision"):
         try:
             option, entry = resolve_option(spec, flag)
         except FlagError as exc:
-            raise FlagError("%s: SGLang %s does not know this flag" % (exc, revision),
+            raise FlagError("%s: %s does not know this flag" % (exc, revision),
                             flag=flag, value=value, revision=revision)
         nargs = entry.get("nargs")
         if not entry.get("takes_value"):
             if value is not None:
-                raise FlagError("%s is a switch in SGLang %s and takes no value (got %r)" % (flag, revision, value),
+                raise FlagError("%s is a switch in %s and takes no value (got %r)" % (flag, revision, value),
                                 flag=flag, value=value, revision=revision)
         else:
             if value is None:
                 if nargs not in ("?", "*"):
-                    raise FlagError("%s needs a value in SGLang %s" % (flag, revision), flag=flag,
+                    raise FlagError("%s needs a value in %s" % (flag, revision), flag=flag,
                                     revision=revision)
             values = value if isinstance(value, list) else ([] if value is None else [value])
             multi = nargs in ("+", "*") or (isinstance(nargs, int) and nargs > 1)
             if len(values) > 1 and not multi:
-                raise FlagError("%s takes one value in SGLang %s, got %s" % (flag, revision, values), flag=flag,
+                raise FlagError("%s takes one value in %s, got %s" % (flag, revision, values), flag=flag,
                                 value=value, revision=revision)
             choices = entry.get("choices")
             if choices is not None:
                 for one in values:
                     if one not in choices:
                         raise FlagError(
-                            "%s %s is not a valid choice in SGLang %s (choices: %s)"
+                            "%s %s is not a valid choice in %s (choices: %s)"
                             % (flag, one, revision, ", ".join(choices)),
                             flag=flag, value=one, revision=revision)
         checked.append({"flag": flag, "option": option, "value": value})
