@@ -1,0 +1,128 @@
+# blackwell.sglang -- developer and CI entry points. `make help` lists the targets.
+# Everything runs as root on a Debian 12 / Ubuntu machine; `make test` and `make sandbox` do all of their own set-up.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+REPO        := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+PYTHON      ?= python3
+VENV        ?= $(REPO)/.venv
+BIN         := $(VENV)/bin
+CACHE       := $(REPO)/.cache
+export PATH := $(BIN):$(PATH)
+export ANSIBLE_FORCE_COLOR ?= 0
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+# Wheelhouse with a CPU torch wheel (this lab's machines have one in /opt/wheels); torch is needed by the unit tests
+# of the FP4 numerics. DEV_TORCH: auto (local wheel if present, else torch from PyPI), wheelhouse, pypi, none.
+BLACKWELL_WHEELHOUSE ?= /opt/wheels
+export BLACKWELL_WHEELHOUSE
+DEV_TORCH   ?= auto
+TORCH_VERSION ?= 2.13.0
+
+# Molecule scenarios in the order the suite runs them (cheap first). Scenarios listed here that do not exist yet
+# are reported and skipped; scenario directories missing from the list make `make molecule` fail (forgotten ones).
+MOLECULE_SCENARIOS ?= default preflight sglang_release cuda_toolchain torch_nightly flashinfer sglang_source \
+                      sgl_kernel_sm120 fp4_probe sglang_service site fleet
+MOLECULE_TIMEOUT   ?= 2400
+MOLECULE_ARGS      ?=
+PYTEST_ARGS        ?=
+INVENTORY          ?= inventories/sandbox
+SANITY_ARGS        ?=
+SANITY_DIR         := $(CACHE)/ansible_collections/blackwell/sglang
+
+.PHONY: help deps host venv image mirror lint sanity unit molecule test sandbox sandbox-up sandbox-down clean distclean
+
+help: ## Show this help
+	@echo "blackwell.sglang make targets (run as root):"
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+	@echo
+	@echo "Variables: MOLECULE_SCENARIOS=\"$(strip $(MOLECULE_SCENARIOS))\""
+	@echo "           DEV_TORCH=$(DEV_TORCH) BLACKWELL_WHEELHOUSE=$(BLACKWELL_WHEELHOUSE) INVENTORY=$(INVENTORY)"
+	@echo "           MOLECULE_ARGS, PYTEST_ARGS, SANITY_ARGS: extra arguments"
+
+deps: host venv ## Host prep (podman, runc, debootstrap) + .venv from requirements-dev.txt
+
+host: ## Prepare this host for the podman sandbox (tests/sandbox/setup-host.sh, idempotent)
+	bash tests/sandbox/setup-host.sh
+
+venv: $(VENV)/.deps-stamp ## Create/refresh .venv (only when requirements-dev.txt changed)
+
+$(VENV)/.deps-stamp: requirements-dev.txt | host
+	@echo "== venv $(VENV) ($$($(PYTHON) --version))"
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	timeout 1800 $(BIN)/pip install --progress-bar on -r requirements-dev.txt
+	@case "$(DEV_TORCH)" in \
+	  none) echo "== torch: not installed (DEV_TORCH=none): torch-based unit tests will be reported as skipped";; \
+	  *) if $(BIN)/python -c 'import torch' 2>/dev/null; then \
+	       echo "== torch $$($(BIN)/python -c 'import torch; print(torch.__version__)') already in the venv"; \
+	     elif [[ "$(DEV_TORCH)" != pypi ]] && compgen -G "$(BLACKWELL_WHEELHOUSE)/torch-$(TORCH_VERSION)*.whl" >/dev/null; then \
+	       echo "== torch $(TORCH_VERSION) from the wheelhouse $(BLACKWELL_WHEELHOUSE)"; \
+	       timeout 1800 $(BIN)/pip install --progress-bar on --find-links $(BLACKWELL_WHEELHOUSE) "torch==$(TORCH_VERSION)"; \
+	     elif [[ "$(DEV_TORCH)" == wheelhouse ]]; then \
+	       echo "no torch-$(TORCH_VERSION) wheel in $(BLACKWELL_WHEELHOUSE) (DEV_TORCH=wheelhouse)" >&2; exit 1; \
+	     else \
+	       echo "== torch $(TORCH_VERSION) from PyPI (no local wheel; large download)"; \
+	       timeout 2400 $(BIN)/pip install --progress-bar on "torch==$(TORCH_VERSION)"; \
+	     fi;; \
+	esac
+	$(BIN)/ansible-galaxy collection list containers.podman community.general ansible.posix | grep -E '^(containers|community|ansible)\.' \
+	  || { echo "the ansible package did not bring containers.podman/community.general/ansible.posix" >&2; exit 1; }
+	touch $@
+
+image: host ## Build the sandbox image localhost/blackwell-sandbox:bookworm (skipped when up to date)
+	bash tests/sandbox/build-image.sh
+
+mirror: venv ## Build the local SGLang git mirror .cache/mirror/sglang.git (skipped when up to date)
+	bash tests/sandbox/build_sglang_mirror.sh
+
+lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint
+	@echo "== yamllint"
+	$(BIN)/yamllint --strict .
+	@echo "== ansible-lint"
+	$(BIN)/ansible-lint
+
+sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blackwell/sglang (--venv, Python 3.11)
+	@echo "== copying the collection to $(SANITY_DIR)"
+	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
+	git ls-files -z --cached --others --exclude-standard \
+	  | grep -zvE '^(collections/|\.cache/|\.venv/|\.config/)' \
+	  | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}" || true' \
+	  | tar --null -T - -cf - | tar -xf - -C $(SANITY_DIR)
+	cd $(SANITY_DIR) && timeout 2400 $(BIN)/ansible-test sanity --venv --python 3.11 --color no $(SANITY_ARGS)
+
+unit: venv ## pytest tests/unit (no tests collected = failure)
+	@rc=0; $(BIN)/pytest tests/unit $(PYTEST_ARGS) || rc=$$?; \
+	if [[ $$rc -eq 5 ]]; then echo "pytest collected no tests (exit 5): that is a failure here" >&2; fi; \
+	exit $$rc
+
+molecule: venv image mirror ## Every scenario in MOLECULE_SCENARIOS, in order, sharing one image + pip cache (timed)
+	@bash molecule/_shared/run-scenarios.sh $(MOLECULE_TIMEOUT) "$(MOLECULE_ARGS)" $(MOLECULE_SCENARIOS)
+
+test: ## THE test suite (CI): deps lint sanity unit molecule
+	@start=$$(date +%s); \
+	for t in deps lint sanity unit molecule; do \
+	  s=$$(date +%s); echo "======== make $$t"; \
+	  $(MAKE) --no-print-directory $$t; \
+	  echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; \
+	done; \
+	echo "======== make test: all passed in $$(( ($$(date +%s) - start) / 60 ))m$$(( ($$(date +%s) - start) % 60 ))s"
+
+sandbox: deps image mirror sandbox-up ## The main job: sandbox container + ansible-playbook site.yml -i inventories/sandbox
+	timeout 5400 $(BIN)/ansible-playbook site.yml -i $(INVENTORY)
+
+sandbox-up: venv image ## Create the sandbox container(s) of INVENTORY and wait for systemd
+	$(BIN)/ansible-playbook playbooks/sandbox_up.yml -i $(INVENTORY)
+
+sandbox-down: venv ## Remove the sandbox container(s) of INVENTORY
+	$(BIN)/ansible-playbook playbooks/sandbox_down.yml -i $(INVENTORY)
+
+clean: ## Remove sandbox/molecule containers and test outputs (keeps .venv, image, pip cache, mirror)
+	-test -x $(BIN)/ansible-playbook && $(BIN)/ansible-playbook playbooks/sandbox_down.yml -i $(INVENTORY)
+	-command -v podman >/dev/null && podman ps -aq --filter label=owner=molecule | xargs -r podman rm -f
+	rm -rf $(CACHE)/ansible_collections $(CACHE)/facts $(CACHE)/sandbox-image tests/output
+
+distclean: clean ## clean + remove .venv, all of .cache (pip cache, mirror) and the sandbox image
+	-command -v podman >/dev/null && podman rmi -f localhost/blackwell-sandbox:bookworm
+	rm -rf $(VENV) $(CACHE)
