@@ -67,8 +67,10 @@ $(VENV)/.deps-stamp: requirements-dev.txt | host
 	       timeout 2400 $(BIN)/pip install --progress-bar on "torch==$(TORCH_VERSION)"; \
 	     fi;; \
 	esac
-	$(BIN)/ansible-galaxy collection list containers.podman community.general ansible.posix | grep -E '^(containers|community|ansible)\.' \
-	  || { echo "the ansible package did not bring containers.podman/community.general/ansible.posix" >&2; exit 1; }
+	@for c in containers.podman community.general ansible.posix; do \
+	  $(BIN)/ansible-galaxy collection list "$$c" 2>/dev/null | grep -E "^$$c " \
+	    || { echo "collection $$c missing: the ansible package should bring it" >&2; exit 1; }; \
+	done
 	touch $@
 
 image: host ## Build the sandbox image localhost/blackwell-sandbox:bookworm (skipped when up to date)
