@@ -11,6 +11,8 @@ version_added: 0.1.0
 description:
   - Parses the tqdm bar the benchmark writes to stderr (C(240/512 [01:23<01:34, 2.87it/s])) and returns the newest
     state, or null before the first bar (tokenizer loading, ready check, warmup).
+  - The companion filter C(blackwell.sglang.bench_phase) names what the benchmark is doing before and after the
+    bar (loading Python modules, ready check, tokenizer, warmup, writing the result).
   - The companion filter C(blackwell.sglang.bench_eta) estimates a level's duration in seconds as
     C(num_prompts * output_len / expected output tok/s), the rate interpolated (log2 of concurrency) between baseline
     points; its options are C(num_prompts), C(output_len) and C(points) (the baseline C(points) list), with the
@@ -41,6 +43,7 @@ _value:
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.blackwell.sglang.plugins.module_utils._bench_progress import (
+    describe_phase,
     estimate_level_seconds,
     parse_progress,
 )
@@ -48,6 +51,10 @@ from ansible_collections.blackwell.sglang.plugins.module_utils._bench_progress i
 
 def bench_progress(text):
     return parse_progress(text if isinstance(text, str) else "")
+
+
+def bench_phase(text):
+    return describe_phase(text if isinstance(text, str) else "")
 
 
 def bench_eta(concurrency, num_prompts, output_len, points=None, default_tps=None):
@@ -59,4 +66,4 @@ def bench_eta(concurrency, num_prompts, output_len, points=None, default_tps=Non
 
 class FilterModule(object):
     def filters(self):
-        return {"bench_progress": bench_progress, "bench_eta": bench_eta}
+        return {"bench_progress": bench_progress, "bench_phase": bench_phase, "bench_eta": bench_eta}

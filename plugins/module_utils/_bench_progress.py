@@ -41,6 +41,32 @@ def parse_progress(text):
             "percent": round(100.0 * done / total, 1) if total else None}
 
 
+# What the benchmark prints before its bar (sglang/benchmark/serving.py), newest marker wins.
+_PHASES = (
+    ("Waiting up to", "ready check: waiting for the server"),
+    ("Server ready in", "server ready, loading the tokenizer"),
+    ("is not ready. Exiting", "server not ready: giving up"),
+    ("Namespace(", "loading the tokenizer and building prompts"),
+    ("Starting warmup", "warmup requests"),
+    ("Warmup completed", "warmup done, starting the run"),
+    ("Serving Benchmark Result", "run done, writing the result"),
+)
+
+
+def describe_phase(text):
+    """Short description of what the benchmark is doing, from its log, for the time before/after the bar.
+
+    Python import time (torch, sglang) comes first and prints nothing: that is "loading Python modules".
+    """
+    text = text or ""
+    best, where = "loading Python modules", -1
+    for marker, phase in _PHASES:
+        pos = text.rfind(marker)
+        if pos > where:
+            best, where = phase, pos
+    return best
+
+
 def expected_output_tps(concurrency, points):
     """Expected output tok/s at ``concurrency`` from baseline points (list of {max_concurrency, output_throughput}).
 

@@ -4,6 +4,7 @@
 import pytest
 
 from ansible_collections.blackwell.sglang.plugins.module_utils._bench_progress import (
+    describe_phase,
     estimate_level_seconds,
     expected_output_tps,
     parse_progress,
@@ -44,3 +45,12 @@ def test_level_estimate():
     assert estimate_level_seconds(512, 1024, 128, POINTS) == 250
     assert estimate_level_seconds(10, 100, 2, [], default_tps=None) is None
     assert estimate_level_seconds(10, 100, 2, [], default_tps=50) == 20
+
+
+def test_phase_before_the_bar():
+    assert describe_phase("") == "loading Python modules"
+    log = ("Waiting up to 20s for http://127.0.0.1:30123/v1/models to become ready...\nServer ready in 0.0s.\n"
+           "Namespace(backend='sglang', ...)\n\n#Input tokens: 512\nStarting warmup with 1 sequences...\n")
+    assert describe_phase(log) == "warmup requests"
+    assert describe_phase(log.split("Namespace")[0]) == "server ready, loading the tokenizer"
+    assert describe_phase("Waiting up to 20s for x\nServer at x is not ready. Exiting.") == "server not ready: giving up"
