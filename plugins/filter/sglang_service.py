@@ -47,7 +47,7 @@ def systemd_exec_args(argv, per_flag=False):
     systemd splits on whitespace, honours double quotes and C-style escapes, expands ``%`` specifiers and
     ``$VAR``/``${VAR}`` (systemd.service(5) "Command lines"). A token that is exactly ``${NAME}`` stays an
     environment reference (the API key); everywhere else ``%`` -> ``%%`` and ``$`` -> ``$$`` so values are literal.
-    With ``per_flag`` the result is a list of lines, one per flag with its values (for ``\`` continuations).
+    With ``per_flag`` the result is a list of lines, one per flag with its values (for backslash continuations).
     """
     out = []
     for token in argv:
