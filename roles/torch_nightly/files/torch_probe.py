@@ -5,6 +5,7 @@ Run with the venv's python. Prints JSON: version (from the installed distributio
 cuda_available, device_caps (["12.0", ...] of the devices torch sees), extras ({name: version} for argv),
 import_error (null, or why `import torch` failed).
 """
+import importlib
 import importlib.metadata as metadata
 import json
 import sys
@@ -23,8 +24,7 @@ def main(extra_names):
            "extras": {name: dist_version(name) for name in extra_names}}
     if out["version"] is not None:
         try:
-            import torch
-
+            torch = importlib.import_module("torch")
             out["cuda"] = torch.version.cuda
             out["arch_list"] = list(torch.cuda.get_arch_list())
             out["cuda_available"] = bool(torch.cuda.is_available())
