@@ -221,13 +221,20 @@ def find_previous_run(host_dir, run_id):
 # manifest (written by the sglang_release role; read defensively: anything missing is "unknown")
 
 _VERSION_KEYS = ("sglang", "sgl_kernel", "torch", "cuda", "flashinfer")
+# distribution names (PEP 503 normalised) that carry each version in the manifest's ``packages``
+_DISTS = {"sglang": ("sglang",), "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
+          "flashinfer": ("flashinfer-python",), "torch": ("torch",)}
+
+
+def _norm_dist(name):
+    return re.sub(r"[-_.]+", "-", str(name)).lower()
 
 
 def _verdict(value):
     """Reduce one probe backend entry (bool / str / dict) to a short verdict string."""
     if isinstance(value, bool):
         return "pass" if value else "fail"
-    if isinstance(value, str):
+    if isinstance(value, str) and value:
         return value
     if isinstance(value, dict):
         for key in ("verdict", "status", "result"):
@@ -239,43 +246,60 @@ def _verdict(value):
     return UNKNOWN
 
 
-def summarize_manifest(manifest):
-    """Pick release id, stack versions and probe verdicts out of a release manifest.
+def _str(value):
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) and value != "" else None
 
-    Expected shape (sglang_release role): ``{release_id, versions: {torch, cuda, flashinfer, sglang, sgl_kernel},
-    commits: {...}, probe: {backends: {name: verdict-ish} | [{name|backend, ...}], recommended: {...} | str}}``.
-    Any part that is absent or of another type becomes ``"unknown"``; this never raises.
+
+def summarize_manifest(manifest):
+    """Pick release id, stack versions and FP4 probe verdicts out of a release manifest.
+
+    Two shapes are understood: the sglang_release role's schema 1 (``release.id``, ``sglang.{version,commit}``,
+    ``torch.{version,cuda}``, ``packages`` {distribution: version}, ``probe.{verdicts, recommended, device}``) and
+    the flat shape ``{release_id, versions: {torch, cuda, flashinfer, sglang, sgl_kernel}, commits,
+    probe: {backends, recommended}}``. Anything absent or of another type is ``"unknown"``; this never raises.
     """
     out = {"present": isinstance(manifest, dict), "release_id": UNKNOWN,
-           "versions": dict((key, UNKNOWN) for key in _VERSION_KEYS), "commits": {}, "probe": {"backends": [],
-                                                                                              "recommended": UNKNOWN}}
+           "versions": dict((key, UNKNOWN) for key in _VERSION_KEYS), "commits": {},
+           "probe": {"backends": [], "recommended": UNKNOWN, "device": UNKNOWN}}
     if not isinstance(manifest, dict):
         return out
-    if isinstance(manifest.get("release_id"), (str, int)):
-        out["release_id"] = str(manifest["release_id"])
-    versions = manifest.get("versions")
-    if isinstance(versions, dict):
-        for key, value in versions.items():
-            if isinstance(value, (str, int, float)):
-                out["versions"][str(key)] = str(value)
-    commits = manifest.get("commits")
-    if isinstance(commits, dict):
-        out["commits"] = dict((str(k), str(v)) for k, v in commits.items() if isinstance(v, (str, int)))
-    probe = manifest.get("probe")
-    if isinstance(probe, dict):
-        backends = probe.get("backends")
-        if isinstance(backends, dict):
-            out["probe"]["backends"] = [{"name": str(k), "verdict": _verdict(v)} for k, v in sorted(backends.items())]
-        elif isinstance(backends, list):
-            for item in backends:
-                if isinstance(item, dict):
-                    name = item.get("name", item.get("backend", UNKNOWN))
-                    out["probe"]["backends"].append({"name": str(name), "verdict": _verdict(item)})
-        rec = probe.get("recommended")
-        if isinstance(rec, dict):
-            out["probe"]["recommended"] = ", ".join("%s=%s" % (k, v) for k, v in sorted(rec.items())) or UNKNOWN
-        elif isinstance(rec, str) and rec:
-            out["probe"]["recommended"] = rec
+
+    def sub(key):
+        value = manifest.get(key)
+        return value if isinstance(value, dict) else {}
+
+    out["release_id"] = _str(manifest.get("release_id")) or _str(sub("release").get("id")) or UNKNOWN
+    packages = dict((_norm_dist(k), v) for k, v in sub("packages").items())
+    found = {"sglang": _str(sub("sglang").get("version")), "torch": _str(sub("torch").get("version")),
+             "cuda": _str(sub("torch").get("cuda"))}
+    for key, dists in _DISTS.items():
+        found[key] = found.get(key) or next((_str(packages[d]) for d in dists if _str(packages.get(d))), None)
+    for key, value in sub("versions").items():
+        found[str(key)] = _str(value) or found.get(str(key))
+    for key, value in found.items():
+        if value:
+            out["versions"][key] = value
+    commits = dict((str(k), str(v)) for k, v in sub("commits").items() if _str(v))
+    if not commits and _str(sub("sglang").get("commit")):
+        commits["sglang"] = str(sub("sglang")["commit"])
+    out["commits"] = commits
+    probe = sub("probe")
+    backends = probe.get("backends", probe.get("verdicts"))
+    if isinstance(backends, dict):
+        out["probe"]["backends"] = [{"name": str(k), "verdict": _verdict(v)} for k, v in sorted(backends.items())]
+    elif isinstance(backends, list):
+        for item in backends:
+            if isinstance(item, dict):
+                name = item.get("name", item.get("backend", UNKNOWN))
+                out["probe"]["backends"].append({"name": str(name), "verdict": _verdict(item)})
+    rec = probe.get("recommended")
+    if isinstance(rec, dict):
+        shown = ", ".join("%s=%s" % (k, v) for k, v in sorted(rec.items()) if _str(v))
+        out["probe"]["recommended"] = shown or UNKNOWN
+    elif _str(rec):
+        out["probe"]["recommended"] = str(rec)
+    device = probe.get("device")
+    out["probe"]["device"] = _str(device.get("name") if isinstance(device, dict) else device) or UNKNOWN
     return out
 
 
@@ -517,9 +541,12 @@ def render_markdown(report, plot_name=None, plot_note=None):
             "" if man["present"] else " (no manifest.json on the host)"))
         add("")
         probe = man["probe"]
-        add("FP4 probe: %s; recommended: %s" % (
-            ", ".join("%s %s" % (b["name"], b["verdict"]) for b in probe["backends"]) or UNKNOWN,
+        add("FP4 probe (%s): %s; recommended: %s" % (
+            probe["device"], ", ".join("%s %s" % (b["name"], b["verdict"]) for b in probe["backends"]) or UNKNOWN,
             probe["recommended"]))
+        if man["commits"]:
+            add("")
+            add("Commits: %s" % ", ".join("%s `%s`" % (k, v) for k, v in sorted(man["commits"].items())))
         add("")
         if host["levels"]:
             add("| concurrency | completed | duration s | req/s | output tok/s | total tok/s "
@@ -583,6 +610,7 @@ def render_plot(report, path):
 
     fig, (ax_tp, ax_lat) = plt.subplots(1, 2, figsize=(12, 4.8), dpi=100)
     all_conc = set()
+    any_flagged = False
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for index, host in enumerate(h for h in report["hosts"] if h["levels"]):
         color = colors[index % len(colors)]
@@ -599,6 +627,14 @@ def render_plot(report, path):
                     label="%s median TPOT" % host["host"])
         ax_lat.plot(xs, [r["p99_tpot_ms"] for r in host["levels"]], "^--", color=color,
                     label="%s p99 TPOT" % host["host"])
+        flagged = set(f["level"] for f in report["findings"]
+                      if f["host"] == host["host"] and f["kind"].startswith("regression"))
+        bad = [r for r in host["levels"] if r["max_concurrency"] in flagged]
+        if bad:
+            ax_tp.plot([r["max_concurrency"] for r in bad], [r["output_throughput"] for r in bad], "o",
+                       markersize=14, markerfacecolor="none", markeredgecolor="red", markeredgewidth=1.5,
+                       label="regression" if not any_flagged else None)
+            any_flagged = True
         prev = host.get("previous")
         if prev and prev["levels"]:
             pxs = [r["max_concurrency"] for r in prev["levels"]]
@@ -614,9 +650,11 @@ def render_plot(report, path):
         ax_tp.plot([point["max_concurrency"]], [point["output_throughput"]], "k*", markersize=12, label=label)
         if point["match"] == "best_at_or_above" and top > point["max_concurrency"]:
             ax_tp.plot([point["max_concurrency"], top], [point["output_throughput"]] * 2, "k--", linewidth=1)
-        ax_tp.annotate("%s%.0f" % ("> " if point["match"] == "best_at_or_above" else "", point["output_throughput"]),
+        at_right = point["max_concurrency"] >= top
+        ax_tp.annotate("baseline %s%.0f" % ("> " if point["match"] == "best_at_or_above" else "",
+                                            point["output_throughput"]),
                        (point["max_concurrency"], point["output_throughput"]), textcoords="offset points",
-                       xytext=(8, -14), fontsize=8)
+                       xytext=(-8 if at_right else 8, -14), ha="right" if at_right else "left", fontsize=8)
     for ax in (ax_tp, ax_lat):
         ax.set_xscale("log", base=2)
         ticks = sorted(all_conc) or [1]
@@ -624,6 +662,7 @@ def render_plot(report, path):
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(ScalarFormatter())
         ax.set_xlabel("max concurrency (requests in flight, log scale)")
+        ax.margins(x=0.06)
         ax.grid(True, which="major", alpha=0.3)
         ax.set_ylim(bottom=0)
         if ax.get_legend_handles_labels()[0]:

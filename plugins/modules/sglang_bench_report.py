@@ -20,8 +20,8 @@ description:
     TPOT) to O(results_dir)C(/reports/<run_id>/).
   - Files are rendered to temporary names first and renamed only when all succeeded, so a malformed result file
     leaves an earlier report untouched. Unchanged files are not rewritten (the task reports C(changed=false)).
-  - Run it on the controller (C(delegate_to: localhost)); the plot needs matplotlib there. Without matplotlib the
-    report is written without the plot and a warning says so.
+  - "Run it on the controller (C(delegate_to: localhost)); the plot needs matplotlib there. Without matplotlib the
+    report is written without the plot and a warning says so."
 author:
   - blackwell.sglang maintainers
 options:

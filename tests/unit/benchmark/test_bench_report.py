@@ -219,6 +219,31 @@ def test_manifest_is_read_defensively(manifest, expect):
     assert out["probe"]["backends"] == expect["backends"]
 
 
+def test_release_role_manifest_schema_1():
+    """The shape roles/sglang_release/tasks/manifest.yml writes (schema 1)."""
+    manifest = {
+        "schema": 1, "host": "gpu1",
+        "release": {"id": "5d41402abc4b", "dir": "/opt/sglang/releases/5d41402abc4b", "key": {}},
+        "sglang": {"repo": "https://github.com/sgl-project/sglang", "commit": "d28f35240a1b", "version": "0.5.9"},
+        "python": "3.12.3", "torch": {"version": "2.12.0.dev20260307+cu130", "cuda": "13.0"},
+        "packages": {"flashinfer_python": "0.6.4", "sglang-kernel": "0.4.0", "torch": "2.12.0.dev20260307+cu130"},
+        "wheels": {}, "unit": {"path": "/etc/systemd/system/sglang.service", "sha256": None},
+        "probe": {"recommended": {"fp4_gemm_backend": "flashinfer_cudnn", "moe_runner_backend": None},
+                  "device": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
+                  "verdicts": {"cudnn": "pass", "cutlass": "fail_zeros", "trtllm": None}},
+    }
+    out = br.summarize_manifest(manifest)
+    assert out["release_id"] == "5d41402abc4b"
+    assert out["versions"] == {"sglang": "0.5.9", "sgl_kernel": "0.4.0", "torch": "2.12.0.dev20260307+cu130",
+                               "cuda": "13.0", "flashinfer": "0.6.4"}
+    assert out["commits"] == {"sglang": "d28f35240a1b"}
+    assert out["probe"]["backends"] == [{"name": "cudnn", "verdict": "pass"},
+                                        {"name": "cutlass", "verdict": "fail_zeros"},
+                                        {"name": "trtllm", "verdict": "unknown"}]
+    assert out["probe"]["recommended"] == "fp4_gemm_backend=flashinfer_cudnn"
+    assert out["probe"]["device"].startswith("NVIDIA RTX PRO 6000")
+
+
 def test_unreadable_manifest_is_a_note_not_a_crash(results):
     with open(os.path.join(results, "gpu1", RUN, "manifest.json"), "w") as handle:
         handle.write("{truncated")
@@ -263,3 +288,27 @@ def test_bad_inputs_rejected(results):
     with pytest.raises(br.BenchReportError) as err:
         br.validate_baseline({"points": [{"max_concurrency": 1, "output_throughput": -3}]})
     assert err.value.key == "output_throughput"
+
+
+def test_line_written_by_the_real_benchmark_client():
+    """tests/fixtures/benchmark/real/: written by `python -m sglang.benchmark.serving` (sglang 0.5.23 from PyPI)
+    against tests/fixtures/benchmark/e2e/fake_sglang_server.py, --max-concurrency 4, 16 prompts, 64/32 tokens."""
+    path = os.path.join(ROOT, "tests", "fixtures", "benchmark", "real", "sglang-0.5.23-fake-server-c4.jsonl")
+    rec = br.read_jsonl(path)[0]
+    assert rec["max_concurrency"] == 4 and rec["completed"] == 16
+    assert (rec["random_input_len"], rec["random_output_len"], rec["random_range_ratio"]) == (64, 32, 1.0)
+    # the benchmark's own arithmetic: 16 x 32 output tokens over the measured duration
+    assert rec["output_throughput"] == pytest.approx(16 * 32 / rec["duration"], rel=1e-6)
+    assert set(br.REQUIRED_KEYS) <= set(json.loads(open(path).readline()))
+
+
+def test_role_argument_specs_match_defaults():
+    """Every default of roles/sglang_benchmark is documented with the same value in meta/argument_specs.yml."""
+    role = os.path.join(ROOT, "roles", "sglang_benchmark")
+    defaults = yaml.safe_load(open(os.path.join(role, "defaults", "main.yml")))
+    spec = yaml.safe_load(open(os.path.join(role, "meta", "argument_specs.yml")))["argument_specs"]["main"]["options"]
+    assert set(defaults) == set(spec)
+    for name, value in defaults.items():
+        if "default" in spec[name]:
+            assert spec[name]["default"] == value, name
+        assert name.startswith("sglang_benchmark_")
