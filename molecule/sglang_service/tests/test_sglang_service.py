@@ -76,3 +76,15 @@ def test_side_effect_notified_exactly_one_restart(host):
     assert len(lines) == 2, lines
     assert "restart deferred: no NVIDIA GPU on" in lines[-1]
     assert lines[0].split("argv_sha1=")[1] != lines[1].split("argv_sha1=")[1]
+
+
+def test_systemd_analyze_security_exposure(host):
+    """docs/service.md records this output; the exposure must stay at or below the recorded level."""
+    out = host.run("systemd-analyze security --no-pager sglang.service")
+    assert out.rc == 0, out.stderr
+    match = re.search(r"Overall exposure level for sglang\.service: ([0-9.]+)", out.stdout)
+    assert match, out.stdout[-500:]
+    print(out.stdout)
+    assert float(match.group(1)) <= 1.7
+    for kept in ("PrivateDevices=", "MemoryDenyWriteExecute="):   # deliberately off for CUDA/JIT
+        assert re.search(r"✗ %s" % re.escape(kept), out.stdout), kept
