@@ -385,7 +385,9 @@ def zygote_main(spec):
     import importlib
     import importlib.util
 
-    for mod in ("nvfp4_reference", "flashinfer", "flashinfer.fused_moe", "sgl_kernel"):
+    # Only torch and our own modules: importing FlashInfer initialises CUDA (seen on the
+    # H200 with flashinfer 0.6.17), after which forked workers cannot use the GPU.
+    for mod in ("nvfp4_reference",):
         try:
             if importlib.util.find_spec(mod.split(".")[0]) is not None:
                 importlib.import_module(mod)
@@ -531,6 +533,12 @@ def run_probe(spec, python=None, script=None, workdir=None):
                                            "verdict": "timeout", "source": "probe", "cases": [], "failed_cases": [],
                                            "score_us": None,
                                            "reason": "probe budget total_timeout_s=%s spent before this backend ran" % full["total_timeout_s"]}
+                continue
+            refusal = num.capability_refusal(key, info["device"]["cc"]) if key in num.BACKENDS else None
+            if refusal is not None:  # decided from the compute capability alone: no process needed
+                result["backends"][key] = {"kind": meta.get("kind"), "api": meta.get("api"), "sglang": meta.get("sglang"),
+                                           "verdict": "unsupported", "source": "capability_table", "reason": refusal,
+                                           "cases": [], "failed_cases": [], "score_us": None, "wall_s": 0.0}
                 continue
             child = launcher.run(key, min(float(full["timeout_s"]), left))
             if child["status"] != "ok":
@@ -795,9 +803,9 @@ def _gemm_call_factory(key, torch, cc):
 
         return prepare_b, call
     if meta["api"] == "sgl_kernel.cutlass_scaled_fp4_mm":
-        if cc < 100:
-            raise Unsupported("sgl_kernel NVFP4 GEMM needs compute capability >= 10.0 (CUTLASS SM100/SM120 "
-                              "block-scaled MMA; sgl-kernel tests skip below 10.0); this GPU is %d.%d" % (cc // 10, cc % 10))
+        refusal = num.capability_refusal(key, cc)
+        if refusal is not None:
+            raise Unsupported(refusal)
         import sgl_kernel
 
         def call(a_q, prepared_b, alpha, out):
@@ -982,22 +990,15 @@ def child_moe(key, spec):
     cc = major * 10 + minor
     meta = num.BACKENDS[key]
     res = {"kind": "moe", "api": meta["api"], "sglang": meta["sglang"], "cases": [], "setup_s": None, "verdict": None}
-    if key in ("moe/flashinfer_trtllm", "moe/flashinfer_cutedsl"):
-        # Not driven numerically by this probe (weight shuffling / masked layouts);
-        # only the documented capability gate is applied.  SM10x-only (fact sheet s.7).
-        if major != 10:
-            res.update(verdict="unsupported", source="capability_table",
-                       reason="%s kernels are SM100-family only (compute capability 10.x); this GPU is %d.%d "
-                              "(SGLang: 'trtllm-gen MoE kernels are SM100-only'; FlashInfer cute-dsl MoE "
-                              "admissible_archs exclude sm_120a)" % (meta["api"], major, minor))
-        else:
-            res.update(verdict="unsupported", source="probe",
-                       reason="present but not exercised by this probe version on SM10x; not recommended")
+    refusal = num.capability_refusal(key, cc)
+    if refusal is not None:
+        res.update(verdict="unsupported", source="capability_table", reason=refusal)
         return res
-    if major not in (10, 11, 12):
-        res.update(verdict="unsupported", source="capability_table",
-                   reason="NVFP4 cutlass_fused_moe needs compute capability 10.x/11.x/12.x (FlashInfer's NVFP4 MoE "
-                          "test skips other GPUs; SM120 support since flashinfer 0.6.7, #2725); this GPU is %d.%d" % (major, minor))
+    if key != "moe/flashinfer_cutlass":
+        # trtllm-gen / CuTe-DSL MoE need shuffled / masked weight layouts this probe
+        # version does not build: reported, never recommended.
+        res.update(verdict="unsupported", source="probe",
+                   reason="%s is present but not exercised by this probe version; not recommended" % meta["api"])
         return res
     from flashinfer.fused_moe import cutlass_fused_moe
 

@@ -69,6 +69,38 @@ BACKENDS = {
     "moe/flashinfer_cutedsl": {"kind": "moe", "api": "flashinfer.fused_moe.cute_dsl", "library_backend": None, "sglang": "flashinfer_cutedsl"},
 }
 
+# Capability gates the probe applies itself, for APIs that have no support check of
+# their own (FlashInfer's mm_fp4 has one -- mm_fp4.is_backend_supported -- and is
+# always asked instead).  key -> (predicate on compute capability as int, reason).
+_CAPABILITY_TABLE = {
+    "gemm/sgl_kernel_cutlass": (
+        lambda cc: cc >= 100,
+        "sgl_kernel NVFP4 GEMM needs compute capability >= 10.0 (CUTLASS SM100/SM120 block-scaled MMA; "
+        "sgl-kernel's FP4 tests skip below 10.0)"),
+    "moe/flashinfer_cutlass": (
+        lambda cc: cc // 10 in (10, 11, 12),
+        "NVFP4 cutlass_fused_moe needs compute capability 10.x/11.x/12.x (FlashInfer's NVFP4 MoE test skips "
+        "other GPUs; SM120 support since flashinfer 0.6.7, #2725)"),
+    "moe/flashinfer_trtllm": (
+        lambda cc: cc // 10 == 10,
+        "trtllm-gen MoE kernels are SM100-family only (SGLang overrides.py: 'trtllm-gen MoE kernels are "
+        "SM100-only'; field report B12)"),
+    "moe/flashinfer_cutedsl": (
+        lambda cc: cc // 10 == 10,
+        "FlashInfer CuTe-DSL MoE is SM100-family only (admissible_archs exclude sm_120a, flashinfer #2723)"),
+}
+
+
+def capability_refusal(key, cc):
+    """Reason text when the probe's own capability table rules ``key`` out on
+    compute capability ``cc`` (int, e.g. 120), else None (also for keys the table
+    does not cover)."""
+    gate = _CAPABILITY_TABLE.get(key)
+    if gate is None or gate[0](int(cc)):
+        return None
+    return "%s; this GPU is %d.%d" % (gate[1], int(cc) // 10, int(cc) % 10)
+
+
 # Exception text meaning "this library does not run on this GPU / problem" (B11, B12):
 _UNSUPPORTED_PATTERNS = (
     r"does not support (backend|compute capability)",

@@ -30,8 +30,8 @@ timeout 900 "$PY" tests/bench/fp4_probe_bench.py --python "$PY" --out "$OUT/h200
 if [ -x /tmp/site/bin/ansible ]; then
   echo "== module through ansible (AnsiballZ) =="
   t0=$(date +%s)
-  LC_ALL=C.UTF-8 ANSIBLE_CONFIG="$PWD/ansible.cfg" ANSIBLE_LOAD_CALLBACK_PLUGINS=1 ANSIBLE_STDOUT_CALLBACK=ansible.builtin.json \
-    ANSIBLE_CALLBACKS_ENABLED=ansible.builtin.json timeout 900 "$PY" /tmp/site/bin/ansible localhost -i localhost, -c local \
+  LC_ALL=C.UTF-8 ANSIBLE_CONFIG="$PWD/ansible.cfg" ANSIBLE_CALLBACK_RESULT_FORMAT=json \
+    timeout 900 "$PY" /tmp/site/bin/ansible localhost -i localhost, -c local \
     -e "ansible_python_interpreter=$PY" -m blackwell.sglang.fp4_kernel_probe \
     -a "{\"python\": \"$PY\", \"environment\": {\"PYTHONPATH\": \"/tmp/site\"}}" > "$OUT/module_run.json" 2>"$OUT/module_run.err"
   echo "ansible rc=$? wall_s=$(( $(date +%s) - t0 ))" | tee "$OUT/module_run.rc"

@@ -44,7 +44,7 @@ def gemm_driver(key, torch, cc):
         elif key == "gemm/fake_zeros_m150" and m == 150:
             y[128:] = 0
         elif key == "gemm/fake_garbage_row" and m == 128:
-            y[77] = torch.randn(y.shape[1], generator=torch.Generator().manual_seed(1)).to(y.dtype) * y[77].float().std()
+            y[77] = torch.randn(y.shape[1], generator=torch.Generator().manual_seed(1)).to(device=y.device, dtype=y.dtype) * y[77].float().std()
         elif key == "gemm/fake_segfault":
             os.kill(os.getpid(), signal.SIGSEGV)
         elif key == "gemm/fake_hang":

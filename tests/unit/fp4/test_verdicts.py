@@ -147,3 +147,16 @@ def test_backend_catalogue_uses_sglang_names():
     assert names["gemm/flashinfer_b12x"] is None  # not selectable in SGLang up to HEAD (PR #38170 open)
     for key, meta in num.BACKENDS.items():
         assert key.split("/", 1)[0] == meta["kind"]
+
+
+@pytest.mark.parametrize("key,cc,refused", [
+    ("moe/flashinfer_cutlass", 90, True), ("moe/flashinfer_cutlass", 120, False), ("moe/flashinfer_cutlass", 100, False),
+    ("moe/flashinfer_trtllm", 120, True), ("moe/flashinfer_trtllm", 100, False),
+    ("moe/flashinfer_cutedsl", 120, True), ("gemm/sgl_kernel_cutlass", 90, True), ("gemm/sgl_kernel_cutlass", 120, False),
+    ("gemm/flashinfer_cutlass", 90, False),  # mm_fp4 backends are always asked through FlashInfer's own check
+])
+def test_capability_table(key, cc, refused):
+    reason = num.capability_refusal(key, cc)
+    assert (reason is not None) is refused
+    if refused:
+        assert reason.endswith("this GPU is %d.%d" % (cc // 10, cc % 10))
