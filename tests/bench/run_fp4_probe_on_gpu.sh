@@ -39,5 +39,5 @@ if [ -x /tmp/site/bin/ansible ]; then
 fi
 if [ -n "${RUN_TESTS:-}" ]; then
   echo "== unit tests (fp4) on this machine =="
-  timeout 400 "$PY" -m pytest -q -p no:cacheprovider tests/unit/fp4 2>&1 | tail -15 | tee "$OUT/pytest.txt"
+  timeout 400 "$PY" -m pytest -q -p no:cacheprovider tests/unit/fp4 -k "${PYTEST_K:-}" 2>&1 | tail -15 | tee "$OUT/pytest.txt"
 fi
