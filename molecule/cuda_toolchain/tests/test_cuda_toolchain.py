@@ -88,3 +88,9 @@ def test_nvcc_compiles_for_sm_120a_with_the_service_environment(host, env):
 def test_nvcc_lists_sm120_targets(host, env):
     out = host.check_output(env["CUDACXX"] + " --list-gpu-arch")
     assert "compute_120" in out.split()
+
+
+def test_existing_method_exports_the_same_home(host, facts):
+    content = host.file("/etc/blackwell-sglang/cuda-existing.env").content_string
+    assert "(existing method)" in content
+    assert "CUDA_HOME=%s\n" % facts["home"] in content
