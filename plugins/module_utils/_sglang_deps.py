@@ -174,7 +174,7 @@ def report_changes(report, installed=None, protected=DEFAULT_PROTECTED):
     :param report: the parsed report (dict with an ``install`` list; pip >= 22.2).
     :param installed: mapping name -> version installed now (to say "replace X with Y" rather than "install").
     :returns: dict ``ok`` (bool), ``verdict`` (``ok`` / ``torch_replaced`` / ``protected_package_changed``),
-        ``changes`` (list of ``{name, from, to, required_by}``), ``install_count``.
+        ``changes`` (list of ``{name, from, to, required_by, text}``), ``install_count``.
     """
     items = list((report or {}).get("install") or ())
     have = {normalize_name(k): v for k, v in (installed or {}).items()}
@@ -184,12 +184,13 @@ def report_changes(report, installed=None, protected=DEFAULT_PROTECTED):
         name = normalize_name(meta.get("name", ""))
         if not name or not matches_any(name, protected):
             continue
-        changes.append({
-            "name": name,
-            "from": have.get(name),
-            "to": meta.get("version"),
-            "required_by": _requirers(items, name),
-        })
+        change = {"name": name, "from": have.get(name), "to": meta.get("version"),
+                  "required_by": _requirers(items, name)}
+        change["text"] = "%s %s%s (required by %s)" % (
+            "replace" if change["from"] else "install", name,
+            (" %s with %s" % (change["from"], change["to"])) if change["from"] else " %s" % change["to"],
+            ", ".join(change["required_by"]) or "the requirements")
+        changes.append(change)
     names = {c["name"] for c in changes}
     if "torch" in names:
         verdict = "torch_replaced"
@@ -227,3 +228,25 @@ def classify_pip_failure(text):
             return verdict
     return "unknown"
 
+
+
+def protected_drift(before, after, protected=DEFAULT_PROTECTED):
+    """Compare protected distributions before and after an install (the post-install assertion of B19).
+
+    :param before: mapping name -> version before the install.
+    :param after: mapping name -> version after it.
+    :returns: dict ``ok``, ``verdict`` (``ok`` / ``torch_replaced`` / ``protected_package_changed``),
+        ``changes`` (list of ``{name, from, to, text}``; ``to`` is None when removed, ``from`` None when newly
+        installed),
+        ``torch`` (the version before).
+    """
+    old = {normalize_name(k): v for k, v in (before or {}).items() if matches_any(k, protected)}
+    new = {normalize_name(k): v for k, v in (after or {}).items() if matches_any(k, protected)}
+    old.pop("sglang", None)
+    new.pop("sglang", None)
+    changes = [{"name": n, "from": old.get(n), "to": new.get(n),
+                "text": "%s %s -> %s" % (n, old.get(n) or "absent", new.get(n) or "removed")}
+               for n in sorted(set(old) | set(new)) if old.get(n) != new.get(n)]
+    names = {c["name"] for c in changes}
+    verdict = "torch_replaced" if "torch" in names else ("protected_package_changed" if changes else "ok")
+    return {"ok": not changes, "verdict": verdict, "changes": changes, "torch": old.get("torch")}

@@ -112,7 +112,8 @@ def test_report_from_real_dry_run_flags_torchvision_from_timm():
     result = deps.report_changes(REPORT, installed={"torch": "2.13.0+cpu"})
     assert not result["ok"]
     assert result["verdict"] == "protected_package_changed"
-    assert result["changes"] == [{"name": "torchvision", "from": None, "to": "0.28.0", "required_by": ["timm"]}]
+    assert result["changes"] == [{"name": "torchvision", "from": None, "to": "0.28.0", "required_by": ["timm"],
+                                  "text": "install torchvision 0.28.0 (required by timm)"}]
     assert result["install_count"] == len(REPORT["install"])
 
 
@@ -123,8 +124,9 @@ def test_report_torch_swap_is_torch_replaced():
     ]}
     result = deps.report_changes(report, installed={"torch": "2.12.0.dev20260307+cu130"})
     assert result["verdict"] == "torch_replaced"
-    assert result["changes"][0] == {"name": "torch", "from": "2.12.0.dev20260307+cu130", "to": "2.9.1",
-                                    "required_by": ["torchaudio"]}
+    assert result["changes"][0] == {
+        "name": "torch", "from": "2.12.0.dev20260307+cu130", "to": "2.9.1", "required_by": ["torchaudio"],
+        "text": "replace torch 2.12.0.dev20260307+cu130 with 2.9.1 (required by torchaudio)"}
 
 
 def test_report_clean():
@@ -173,3 +175,25 @@ def test_filters_wrap_module_utils():
         sglang_requirements(REQUIRES, mode="bogus")
     with pytest.raises(AnsibleFilterError):
         pip_report_check("not json")
+
+
+def test_protected_drift_torch_swap_and_new_kernel():
+    before = {"torch": "2.12.0.dev20260307+cu130", "flashinfer-python": "0.6.5", "numpy": "2.4.6", "sglang": "0.5.9"}
+    after = {"torch": "2.9.1", "flashinfer_python": "0.6.5", "numpy": "2.4.7", "sglang": "0.5.10",
+             "sgl-kernel": "0.3.21"}
+    result = deps.protected_drift(before, after)
+    assert result["verdict"] == "torch_replaced"
+    assert result["torch"] == "2.12.0.dev20260307+cu130"
+    assert result["changes"] == [
+        {"name": "sgl-kernel", "from": None, "to": "0.3.21", "text": "sgl-kernel absent -> 0.3.21"},
+        {"name": "torch", "from": "2.12.0.dev20260307+cu130", "to": "2.9.1",
+         "text": "torch 2.12.0.dev20260307+cu130 -> 2.9.1"}]
+
+
+def test_protected_drift_clean_and_removed():
+    same = {"torch": "2.13.0+cpu", "numpy": "1"}
+    assert deps.protected_drift(same, dict(same, numpy="2"))["ok"]
+    gone = deps.protected_drift({"torch": "2.13.0+cpu", "flashinfer-cubin": "0.6.5"}, {"torch": "2.13.0+cpu"})
+    assert gone["verdict"] == "protected_package_changed"
+    assert gone["changes"] == [{"name": "flashinfer-cubin", "from": "0.6.5", "to": None,
+                                "text": "flashinfer-cubin 0.6.5 -> removed"}]
