@@ -31,6 +31,7 @@ PYTEST_ARGS        ?=
 INVENTORY          ?= inventories/sandbox
 SANITY_ARGS        ?=
 SANITY_DIR         := $(CACHE)/ansible_collections/blackwell/sglang
+SANITY_VENV        := $(CACHE)/sanity-venv
 
 .PHONY: help deps host venv image mirror lint sanity unit molecule test sandbox sandbox-up sandbox-down clean distclean
 
@@ -85,14 +86,25 @@ lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint
 	@echo "== ansible-lint"
 	$(BIN)/ansible-lint
 
-sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blackwell/sglang (--venv, Python 3.11)
+sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blackwell/sglang (Python 3.11, own venv)
+	@# ansible-test --venv/--docker need ci-files.testing.ansible.com or a registry (unreachable here), so it runs
+	@# --local in a venv of its own (.cache/sanity-venv: its pinned linters must not disturb .venv).
+	test -x $(SANITY_VENV)/bin/ansible-test || { $(PYTHON) -m venv $(SANITY_VENV) && \
+	  timeout 1800 $(SANITY_VENV)/bin/pip install --progress-bar on "$$(grep -E '^ansible-core==' requirements-dev.txt)"; }
+	@pipv=$$(grep -oE "pip='[0-9.]+'" $(SANITY_VENV)/lib/python3*/site-packages/ansible_test/_internal/python_requirements.py | grep -oE '[0-9.]+'); \
+	cache=$$HOME/.ansible/test/cache/get_pip_$${pipv//./_}.py; \
+	if ! cmp -s tests/sandbox/ansible-test-get-pip.py "$$cache"; then mkdir -p "$${cache%/*}" && cp tests/sandbox/ansible-test-get-pip.py "$$cache" && \
+	  echo "== ansible-test pip $$pipv bootstrap: ensurepip + PyPI stand-in at $$cache"; fi
 	@echo "== copying the collection to $(SANITY_DIR)"
 	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
 	git ls-files -z --cached --others --exclude-standard \
 	  | grep -zvE '^(collections/|\.cache/|\.venv/|\.config/)' \
 	  | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}" || true' \
 	  | tar --null -T - -cf - | tar -xf - -C $(SANITY_DIR)
-	cd $(SANITY_DIR) && timeout 2400 $(BIN)/ansible-test sanity --venv --python 3.11 --color no $(SANITY_ARGS)
+	@# its own git index: ansible-test lists files with git, and the enclosing checkout ignores .cache/
+	cd $(SANITY_DIR) && git init -q && git add -A
+	cd $(SANITY_DIR) && PATH=$(SANITY_VENV)/bin:$$PATH timeout 2400 $(SANITY_VENV)/bin/ansible-test sanity \
+	  --local --requirements --python 3.11 --color no $(SANITY_ARGS)
 
 unit: venv ## pytest tests/unit (no tests collected = failure)
 	@rc=0; $(BIN)/pytest tests/unit $(PYTEST_ARGS) || rc=$$?; \
