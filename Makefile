@@ -24,7 +24,7 @@ TORCH_VERSION ?= 2.13.0
 # Molecule scenarios in the order the suite runs them (cheap first). Scenarios listed here that do not exist yet
 # are reported and skipped; scenario directories missing from the list make `make molecule` fail (forgotten ones).
 MOLECULE_SCENARIOS ?= default preflight sglang_release cuda_toolchain torch_nightly flashinfer sglang_source \
-                      sgl_kernel_sm120 fp4_probe sglang_service site fleet
+                      sgl_kernel_sm120 fp4_probe sglang_service sglang_benchmark site fleet
 MOLECULE_TIMEOUT   ?= 2400
 MOLECULE_ARGS      ?=
 PYTEST_ARGS        ?=
