@@ -24,7 +24,7 @@ import re
 
 from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import GIB, build_parallelism
 from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import arch_coverage
-from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import driver_supports_cuda
+from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import P2P_LEGEND, TOPO_LEGEND, driver_supports_cuda
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import major_minor, parse_torch_version
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -516,7 +516,8 @@ def p2p_risks(gpu, members):
     names = set("GPU%s" % g.get("index") for g in members)
     bad = [p for p in p2p.get("not_ok_pairs") or [] if p[0] in names and p[1] in names]
     if bad:
-        risks.append("p2p_read_not_ok (%s)" % ", ".join("%s-%s %s" % tuple(p) for p in bad))
+        risks.append("p2p_read_not_ok (%s)" % ", ".join(
+            "%s-%s %s = %s" % (a, b, v, P2P_LEGEND.get(v, "unknown")) for a, b, v in bad))
     return risks, notes
 
 
@@ -541,7 +542,9 @@ def check_p2p(gpu, cfg, env):
     risks, notes = p2p_risks(gpu, members)
     link_text = ", ".join("%s-%s %s" % (a, b, link or "?") for a, b, link in pair_links) or "topology unknown"
     if not risks:
-        msg = "PCIe peer-to-peer without known risk (%s)" % link_text
+        kinds = sorted(set(link for _, _, link in pair_links if link in TOPO_LEGEND))
+        msg = "PCIe peer-to-peer without known risk (%s; %s)" % (
+            link_text, "; ".join("%s = %s" % (k, TOPO_LEGEND[k]) for k in kinds) or "link type unknown")
         if notes:
             return check(name, WARN, msg + "; " + "; ".join(notes),
                          "run the preflight as root with pciutils installed to read ACSCtl")
