@@ -72,8 +72,11 @@ attributes:
     description: Nothing is written; RV(changed) and the diff say what would change.
   diff_mode:
     support: full
+    description: Returns the before/after text of every file that changes.
   platform:
+    support: full
     platforms: posix
+    description: Any POSIX host with Python; no CUDA or CMake is needed to patch.
 notes:
   - The dlpack problem is not patched here; the C(blackwell.sglang.sgl_kernel_sm120) role exports
     C(CMAKE_POLICY_VERSION_MINIMUM=3.5) and builds in a fresh directory (RV(dependencies.needs_policy_version_minimum)).
@@ -110,11 +113,10 @@ kernel_dir:
   type: str
   sample: /opt/sglang/releases/abc123/src/sglang/sgl-kernel
 layout:
-  description: Which layout was found.
+  description: Which layout was found, C(sgl-kernel) or C(python/sglang/kernels/aot).
   returned: success
   type: str
   sample: sgl-kernel
-  choices: [sgl-kernel, python/sglang/kernels/aot]
 applied:
   description: Patches that changed (in check mode, would change) a file in this run.
   returned: success
