@@ -420,7 +420,9 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
     skipped = skipped or {}
     report = {"run_id": run_id, "threshold_pct": float(threshold_pct), "hosts": [], "findings": [],
               "baseline": {"id": (baseline or {}).get("id", "none"),
-                           "description": (baseline or {}).get("description", ""), "points": points}}
+                           "description": (baseline or {}).get("description", ""), "points": points,
+                           "method": (baseline or {}).get("method") if isinstance((baseline or {}).get("method"),
+                                                                                   dict) else {}}}
     for host in hosts:
         host_dir = os.path.join(results_dir, host)
         run = load_run(os.path.join(host_dir, run_id))
@@ -519,6 +521,11 @@ def render_markdown(report, plot_name=None, plot_note=None):
     base = report["baseline"]
     if base["points"]:
         add("Baseline `%s`: %s" % (base["id"], base["description"].strip()))
+        method = base.get("method") or {}
+        lengths = (method.get("random_input_len"), method.get("random_output_len"))
+        add("Baseline lengths: %s." % ("input %s / output %s tokens" % lengths if None not in lengths else
+                                       "not recorded by the original deployment, so a difference may be partly "
+                                       "the method's, not the stack's"))
         add("")
     for host in report["hosts"]:
         add("## %s (%s)" % (host["host"], host["status"]))

@@ -264,6 +264,7 @@ def test_write_report_files_plot_and_idempotence(results, baseline):
     md = open(first["paths"]["markdown"]).read()
     assert "![output tok/s against concurrency](throughput.png)" in md
     assert "| 128 | 512 |" in md and "regression baseline** `gpu2`" in md
+    assert "Baseline lengths: not recorded by the original deployment" in md
     assert json.load(open(first["paths"]["json"]))["regression"] is True
     # same input -> same bytes -> not changed
     again = br.write_report(br.build_report(results, RUN, ["gpu1", "gpu2"], baseline=baseline), report_dir)
