@@ -98,7 +98,7 @@ sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blac
 	@echo "== copying the collection to $(SANITY_DIR)"
 	rm -rf $(SANITY_DIR) && mkdir -p $(SANITY_DIR)
 	git ls-files -z --cached --others --exclude-standard \
-	  | grep -zvE '^(collections/|\.cache/|\.venv/|\.config/)' \
+	  | grep -zvE '^(collections/|\.cache/|\.venv/|\.config/|\.ansible/|tests/output/)' \
 	  | xargs -0 -I{} sh -c 'test -e "{}" && printf "%s\0" "{}" || true' \
 	  | tar --null -T - -cf - | tar -xf - -C $(SANITY_DIR)
 	@# its own git index: ansible-test lists files with git, and the enclosing checkout ignores .cache/
