@@ -61,7 +61,7 @@ def validate_params(request_timeout, successes, interval, stall_timeout, max_wai
 
 
 def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout=10.0, successes=3,
-               interval=5.0, stall_timeout=600.0, max_wait=14400.0, tail_lines=40, tp_size=1):
+               interval=5.0, stall_timeout=600.0, max_wait=14400.0, tail_lines=40, tp_size=1, start_grace=30.0):
     """Wait until the server answers ``successes`` consecutive health checks, or fail with a classified cause.
 
     :param http_get: ``f(timeout) -> (status_or_None, error_text)``; status None means no HTTP answer.
@@ -69,6 +69,8 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
     :param unit_state: ``f() -> (active_state, sub_state)`` from systemd (e.g. ``("active", "running")``).
     :param clock: ``f() -> float`` monotonic seconds.
     :param sleep: ``f(seconds)``.
+    :param start_grace: seconds during which ``inactive`` is read as "the queued start job has not run yet"
+        (the role starts the unit with ``--no-block``); ``failed`` and ``auto-restart`` always end the wait.
     :returns: dict ``ready`` (bool), ``elapsed``, ``polls``, ``consecutive_ok``, ``progress``
         (``{"done", "total"}`` of the shard bar or None), ``last_progress_at`` (elapsed s), ``phase`` (last phase
         line), ``reason`` (``ready``, ``unit_failed``, ``stalled``, ``max_wait``), ``cause`` (the
@@ -120,7 +122,9 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
                             seen_phases.add(key)
                             last_progress = clock()
         active, sub = unit_state()
-        if active in ("failed", "inactive") or sub in ("auto-restart", "failed", "dead"):
+        not_started_yet = active == "inactive" and clock() - start < start_grace
+        if active == "failed" or sub in ("auto-restart", "failed") or (
+                (active == "inactive" or sub == "dead") and not not_started_yet):
             cause = _journal.classify(lines)
             cause["unit_state"] = "%s/%s" % (active, sub)
             return result(False, "unit_failed", cause)

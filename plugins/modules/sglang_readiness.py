@@ -61,6 +61,12 @@ options:
     description: Tensor-parallel size; with more than one GPU a stall after NCCL init is reported as a P2P hang.
     type: int
     default: 1
+  start_grace:
+    description:
+      - Seconds during which an C(inactive) unit counts as "start job still queued" (starts are issued with
+        C(--no-block)). C(failed) and C(auto-restart) end the wait at once.
+    type: float
+    default: 30
 attributes:
   check_mode:
     support: full
@@ -137,6 +143,11 @@ class Journal(object):
     def __call__(self):
         if not self.journalctl:
             return []
+        # The role starts/restarts with --no-block: follow the newest invocation once systemd has begun it.
+        current = systemctl_show(self.module, self.unit, ["InvocationID"]).get("InvocationID") or None
+        if current and current != self.invocation_id:
+            self.invocation_id = current
+            self.cursor = None
         cmd = [self.journalctl, "--no-pager", "-o", "cat", "--show-cursor"]
         if self.invocation_id:
             cmd.append("_SYSTEMD_INVOCATION_ID=%s" % self.invocation_id)
@@ -192,6 +203,7 @@ def main():
             max_wait=dict(type="float", default=14400.0),
             tail_lines=dict(type="int", default=40),
             tp_size=dict(type="int", default=1),
+            start_grace=dict(type="float", default=30.0),
         ),
         supports_check_mode=True,
     )
@@ -208,16 +220,18 @@ def main():
         module.exit_json(changed=False, ready=status == 200, reason="check_mode", elapsed=0.0, progress=None,
                          phase=None, last_lines=[], invocation_id=invocation_id, last_http=status or error)
 
+    journal = Journal(module, p["unit"], invocation_id)
+
     def unit_state():
         values = systemctl_show(module, p["unit"], ["ActiveState", "SubState"])
         return values.get("ActiveState", "unknown"), values.get("SubState", "unknown")
 
     result = _readiness.wait_ready(
-        http_get=http_get, read_journal=Journal(module, p["unit"], invocation_id), unit_state=unit_state,
+        http_get=http_get, read_journal=journal, unit_state=unit_state,
         clock=time.monotonic, sleep=time.sleep, request_timeout=p["request_timeout"], successes=p["successes"],
         interval=p["interval"], stall_timeout=p["stall_timeout"], max_wait=p["max_wait"],
-        tail_lines=p["tail_lines"], tp_size=p["tp_size"])
-    result["invocation_id"] = invocation_id
+        tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"])
+    result["invocation_id"] = journal.invocation_id
     if result["ready"]:
         result.pop("cause", None)
         module.exit_json(changed=False, **result)

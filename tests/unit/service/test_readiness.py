@@ -129,3 +129,16 @@ def test_bad_parameters(kw, match):
     with pytest.raises(_readiness.ReadinessConfigError) as err:
         World().wait(**kw)
     assert match in str(err.value)
+
+
+def test_queued_start_is_not_a_failure_within_grace():
+    # systemctl start --no-block: the unit reads inactive for a few seconds before the job runs
+    states = lambda t: ("inactive", "dead") if t < 10 else ("active", "running")
+    world = World([(12.0, "Load weight end.")], health=lambda t: 200 if t >= 20 else None, states=states)
+    assert world.wait()["ready"] is True
+
+
+def test_inactive_after_grace_is_a_failure():
+    world = World([(1.0, "ValueError: something fatal")], states=lambda t: ("inactive", "dead"))
+    result = world.wait(start_grace=30.0)
+    assert result["reason"] == "unit_failed" and result["elapsed"] == pytest.approx(30.0)
