@@ -491,3 +491,14 @@ def test_nccl_smoke_script_without_gpus_reports_error(tmp_path):
     check = _preflight.check_nccl_smoke(proc.returncode, proc.stdout, {})
     assert proc.returncode == 1
     assert check["status"] == "fail" and "smoke test error" in check["message"]
+
+
+def test_role_smoke_task_recorded_on_h200_pair():
+    # The whole role on 2x H200 with preflight_nccl_smoke: true and target 9.0 (ansible-playbook -c local there):
+    # nothing failed, and the smoke check was appended by tasks/nccl_smoke.yml.
+    dump = load_json(fixture("h200x2_preflight_tp2_cc90_nccl_smoke.json"))
+    checks = by_name({"checks": dump["preflight_checks"]})
+    assert checks["nccl_allreduce_smoke"]["status"] == "pass"
+    assert "all_reduce over 2 GPU(s)" in checks["nccl_allreduce_smoke"]["message"]
+    assert [c["name"] for c in dump["preflight_checks"] if c["status"] == "fail"] == []
+    assert "failed=0" in read(fixture("h200x2_preflight_tp2_cc90_nccl_smoke_playbook.txt"))
