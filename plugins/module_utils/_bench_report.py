@@ -418,11 +418,11 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
         raise BenchReportError("regression threshold must be a positive percentage, got %r" % (threshold_pct,))
     points = validate_baseline(baseline)
     skipped = skipped or {}
+    baseline = baseline or {}
+    method = baseline.get("method") if isinstance(baseline.get("method"), dict) else {}
     report = {"run_id": run_id, "threshold_pct": float(threshold_pct), "hosts": [], "findings": [],
-              "baseline": {"id": (baseline or {}).get("id", "none"),
-                           "description": (baseline or {}).get("description", ""), "points": points,
-                           "method": (baseline or {}).get("method") if isinstance((baseline or {}).get("method"),
-                                                                                   dict) else {}}}
+              "baseline": {"id": baseline.get("id", "none"), "description": baseline.get("description", ""),
+                           "points": points, "method": method}}
     for host in hosts:
         host_dir = os.path.join(results_dir, host)
         run = load_run(os.path.join(host_dir, run_id))
@@ -440,8 +440,8 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
         else:
             entry["status"] = "benchmarked"
         # requested vs completed requests
-        asked = dict((int(l["max_concurrency"]), int(l["num_prompts"])) for l in meta.get("levels") or []
-                     if isinstance(l, dict) and "max_concurrency" in l and "num_prompts" in l)
+        asked = dict((int(lvl["max_concurrency"]), int(lvl["num_prompts"])) for lvl in meta.get("levels") or []
+                     if isinstance(lvl, dict) and "max_concurrency" in lvl and "num_prompts" in lvl)
         for rec in entry["levels"]:
             want = asked.get(rec["max_concurrency"])
             if want is not None and rec["completed"] < want:
@@ -572,11 +572,13 @@ def render_markdown(report, plot_name=None, plot_note=None):
             add("| point | baseline tok/s | measured tok/s (at concurrency) | change | regression |")
             add("|---|---:|---:|---:|---|")
             for row in host["baseline"]:
+                if row["measured"] is None:
+                    measured = "not measured"
+                else:
+                    measured = "%s (c=%d)" % (_fmt(row["measured"]), row["measured_concurrency"])
                 add("| %s | %s%s | %s | %s | %s |" % (
                     row["label"], row["qualifier"] + " " if row["qualifier"] else "", _fmt(row["baseline"], 0),
-                    "not measured" if row["measured"] is None else "%s (c=%d)" % (_fmt(row["measured"]),
-                                                                                 row["measured_concurrency"]),
-                    _fmt_pct(row["change_pct"]), "**yes**" if row["regression"] else "no"))
+                    measured, _fmt_pct(row["change_pct"]), "**yes**" if row["regression"] else "no"))
             add("")
         prev = host.get("previous")
         if prev:
