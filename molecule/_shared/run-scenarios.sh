@@ -9,15 +9,16 @@ timeout_s=$1; extra=$2; shift 2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
 
+# MOLECULE_ALL (from the Makefile) is the complete run order; a subset may be asked for on the command line.
 declare -A listed=()
-for s in "$@"; do listed[$s]=1; done
+for s in ${MOLECULE_ALL:-"$@"}; do listed[$s]=1; done
 unlisted=()
 for d in molecule/*/molecule.yml; do
   s=$(basename "$(dirname "$d")")
   [[ -n ${listed[$s]:-} ]] || unlisted+=("$s")
 done
 if ((${#unlisted[@]})); then
-  echo "molecule scenarios not in MOLECULE_SCENARIOS (add them to the Makefile in run order): ${unlisted[*]}" >&2
+  echo "molecule scenarios not in MOLECULE_ALL (add them to the Makefile in run order): ${unlisted[*]}" >&2
   exit 2
 fi
 
