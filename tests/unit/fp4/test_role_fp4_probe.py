@@ -23,7 +23,7 @@ PLAY = """
   post_tasks:
     - name: Dump the facts for the test
       ansible.builtin.copy:
-        content: "{{ {'result': fp4_probe_result, 'passed': fp4_probe_passed} | to_json }}"
+        content: "{{ {'result': fp4_probe_result, 'passed': fp4_probe_passed} | to_json(sort_keys=true) }}"
         dest: "{{ dump }}"
         mode: "0600"
 """
@@ -69,3 +69,25 @@ def test_forced_probe_runs_the_module_and_reports_no_device(tmp_path):
     assert res["reference"]["ok"] is True and len(res["probe_key"]) == 64
     assert facts["passed"] is False  # fp4_probe_require_gemm_backend and nothing was recommended
     assert json.loads((tmp_path / "release" / "probe.json").read_text())["probe_key"] == res["probe_key"]
+
+
+@pytest.mark.slow
+def test_gpu_result_of_this_release_is_reused_idempotently(tmp_path):
+    # A GPU result cannot be produced here, so take a real module result and mark its device present: the
+    # role must then reuse it (module task skipped) and a further run must change nothing.
+    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
+              "fp4_probe_m_list": [1]}
+    _play(tmp_path, forced)
+    path = tmp_path / "release" / "probe.json"
+    data = json.loads(path.read_text())
+    data["device"] = {"present": True, "name": "recorded GPU", "compute_capability": "12.0", "cc": 120}
+    data["recommended"]["fp4_gemm_backend"] = "flashinfer_cudnn"
+    path.write_text(json.dumps(data))
+    facts, _, out = _play(tmp_path, forced)
+    assert facts["result"]["device"]["name"] == "recorded GPU" and facts["passed"] is True
+    assert "reused " in out
+    facts, changed, out = _play(tmp_path, forced)
+    assert changed == 0 and "reused " in out
+    # a different probe input is a different measurement: not reused
+    facts, _, out = _play(tmp_path, dict(forced, fp4_probe_m_list=[1, 9]))
+    assert facts["result"]["device"]["present"] is False and "measured on" in out
