@@ -23,7 +23,7 @@ description:
   - "Run it on the controller (C(delegate_to: localhost)); the plot needs matplotlib there. Without matplotlib the
     report is written without the plot and a warning says so."
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (!UNKNOWN)
 options:
   results_dir:
     description: Controller directory holding C(<host>/<run_id>/c<N>.jsonl) result trees.
@@ -60,7 +60,7 @@ options:
     default: true
 notes:
   - Supports check mode (computes the report and findings, writes nothing).
-  - The module does not fail on a regression; it returns O(regression) and the role decides
+  - The module does not fail on a regression; it returns RV(regression) and the role decides
     (C(sglang_benchmark_fail_on_regression)).
 seealso:
   - name: Benchmark how-to

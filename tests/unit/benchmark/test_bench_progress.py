@@ -52,5 +52,5 @@ def test_phase_before_the_bar():
     log = ("Waiting up to 20s for http://127.0.0.1:30123/v1/models to become ready...\nServer ready in 0.0s.\n"
            "Namespace(backend='sglang', ...)\n\n#Input tokens: 512\nStarting warmup with 1 sequences...\n")
     assert describe_phase(log) == "warmup requests"
-    assert describe_phase(log.split("Namespace")[0]) == "server ready, loading the tokenizer"
+    assert describe_phase(log.split("Namespace", maxsplit=1)[0]) == "server ready, loading the tokenizer"
     assert describe_phase("Waiting up to 20s for x\nServer at x is not ready. Exiting.") == "server not ready: giving up"
