@@ -23,7 +23,7 @@ description:
     C(bf16) by default and refuses C(auto).
   - The logic lives in C(plugins/module_utils/_checkpoint.py).
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   model_path:
     description: Checkpoint directory on the target (the directory that holds C(config.json)).
@@ -52,8 +52,10 @@ options:
     default: false
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
 notes:
   - Read-only; never changes the host.
@@ -77,21 +79,21 @@ checkpoint:
   returned: always
   type: dict
   contains:
-    model_path: {description: The directory inspected., type: str}
-    model_type: {description: C(config.json) C(model_type)., type: str}
-    architectures: {description: C(config.json) C(architectures)., type: list, elements: str}
-    torch_dtype: {description: Weight dtype from C(config.json)., type: str}
-    quant_method: {description: C(modelopt) for C(hf_quant_config.json), else C(quantization_config.quant_method)., type: str}
-    quant_algo: {description: Normalised quantisation algorithm, e.g. C(NVFP4) or C(FP8)., type: str}
-    kv_cache_quant_algo: {description: Normalised KV-cache quantisation the checkpoint asks for (C(FP8)) or null., type: str}
-    quant_config_source: {description: File the quantisation came from., type: str}
-    has_kv_scales: {description: Both k and v scales (or a combined kv_scale) exist., type: bool}
-    kv_scale_tensors: {description: Counts of C(.k_scale), C(.v_scale), C(.kv_scale) tensors., type: dict}
-    num_shards: {description: Number of safetensors shard files., type: int}
-    total_bytes: {description: Tensor bytes (index C(metadata.total_size)) or, without it, the shard file bytes., type: int}
-    shard_bytes_on_disk: {description: Bytes of the shard files present., type: int}
-    missing_shards: {description: Shards named by the index but absent., type: list, elements: str}
-    tensor_names_from: {description: C(index) or C(headers)., type: str}
+    model_path: {description: "The directory inspected.", type: str}
+    model_type: {description: "C(config.json) C(model_type).", type: str}
+    architectures: {description: "C(config.json) C(architectures).", type: list, elements: str}
+    torch_dtype: {description: "Weight dtype from C(config.json).", type: str}
+    quant_method: {description: "C(modelopt) for C(hf_quant_config.json), else C(quantization_config.quant_method).", type: str}
+    quant_algo: {description: "Normalised quantisation algorithm, e.g. C(NVFP4) or C(FP8).", type: str}
+    kv_cache_quant_algo: {description: "Normalised KV-cache quantisation the checkpoint asks for (C(FP8)) or null.", type: str}
+    quant_config_source: {description: "File the quantisation came from.", type: str}
+    has_kv_scales: {description: "Both k and v scales (or a combined kv_scale) exist.", type: bool}
+    kv_scale_tensors: {description: "Counts of C(.k_scale), C(.v_scale), C(.kv_scale) tensors.", type: dict}
+    num_shards: {description: "Number of safetensors shard files.", type: int}
+    total_bytes: {description: "Tensor bytes (index C(metadata.total_size)) or, without it, the shard file bytes.", type: int}
+    shard_bytes_on_disk: {description: "Bytes of the shard files present.", type: int}
+    missing_shards: {description: "Shards named by the index but absent.", type: list, elements: str}
+    tensor_names_from: {description: "C(index) or C(headers).", type: str}
   sample:
     quant_algo: NVFP4
     kv_cache_quant_algo: FP8
@@ -128,9 +130,9 @@ kv_cache:
   returned: always
   type: dict
   contains:
-    dtype: {description: The value to render as C(--kv-cache-dtype)., type: str}
-    reason: {description: Why., type: str}
-    warnings: {description: Warnings (also emitted as Ansible warnings)., type: list, elements: str}
+    dtype: {description: "The value to render as C(--kv-cache-dtype).", type: str}
+    reason: {description: "Why.", type: str}
+    warnings: {description: "Warnings (also emitted as Ansible warnings).", type: list, elements: str}
 """
 
 import os

@@ -23,7 +23,7 @@ description:
     and the last journal lines.
   - The logic lives in C(plugins/module_utils/_readiness.py) and C(plugins/module_utils/_journal.py).
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   unit:
     description: systemd unit name, e.g. C(sglang.service).
@@ -69,9 +69,11 @@ options:
     default: 30
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: In check mode one health request is made and its answer returned; nothing waits.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
 """
 

@@ -22,7 +22,7 @@ description:
     on compute capability 12.x). A failure names the flag, the value and the SGLang revision.
   - The logic lives in C(plugins/module_utils/_server_flags.py).
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   python:
     description: Python interpreter of the venv SGLang is installed in.
@@ -52,8 +52,10 @@ options:
     default: 180
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
 notes:
   - Read-only; never changes the host.
