@@ -7,7 +7,7 @@
 set -uo pipefail
 timeout_s=$1; extra=$2; shift 2
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$repo"
+cd "$repo" || exit 2
 
 # MOLECULE_ALL (from the Makefile) is the complete run order; a subset may be asked for on the command line.
 declare -A listed=()

@@ -14,7 +14,8 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 
-PACKAGES=(podman runc debootstrap debian-archive-keyring uidmap slirp4netns fuse-overlayfs ca-certificates git make python3 python3-venv)
+PACKAGES=(podman runc debootstrap debian-archive-keyring uidmap slirp4netns fuse-overlayfs ca-certificates git make
+          python3 python3-venv shellcheck)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -32,9 +33,9 @@ fi
 # Drop-ins in /etc/containers/containers.conf.d/ are read after /etc/containers/containers.conf by podman >= 4.x
 # (containers/common), so an operator's own containers.conf is left untouched and ours only adds keys.
 if [[ -d /run/systemd/system ]]; then
-  cgroup_manager=systemd; events_logger=journald
+  cgroup_manager=systemd; events_logger="journald"
 else
-  cgroup_manager=cgroupfs; events_logger=file
+  cgroup_manager=cgroupfs; events_logger="file"
 fi
 conf_dir=/etc/containers/containers.conf.d
 conf_file=$conf_dir/50-blackwell-sandbox.conf
