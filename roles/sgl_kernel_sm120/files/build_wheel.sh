@@ -22,8 +22,9 @@ mkdir -p "$build_dir"
 tmp_out=$(mktemp -d "$(dirname "$wheel_dir")/.incoming-$key.XXXXXX")
 trap 'rm -rf "$tmp_out"' EXIT
 start=$SECONDS
-"$py" -m pip wheel --no-build-isolation --no-deps --no-cache-dir -v \
-  -w "$tmp_out" -Cbuild-dir="$build_dir" "$kernel_dir"
+# SKBUILD_BUILD_DIR = scikit-build-core's build-dir setting (works with any pip; -C needs pip >= 23.1)
+SKBUILD_BUILD_DIR="$build_dir" "$py" -m pip wheel --no-build-isolation --no-deps --no-cache-dir -v \
+  -w "$tmp_out" "$kernel_dir"
 rc=$?
 echo "== pip wheel exited $rc after $((SECONDS - start)) s"
 if [[ $rc -ne 0 ]]; then
