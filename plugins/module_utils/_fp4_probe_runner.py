@@ -30,6 +30,7 @@ Spec keys (all optional; defaults in :data:`DEFAULT_SPEC`):
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
@@ -44,6 +45,7 @@ if __package__:
 else:  # running as a script from the probe's temp dir on the target
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import fp4_numerics as num  # noqa: E402
+    _nvfp4_reference = None  # only the collection copy ships sources
 
 RUNNER_PROTOCOL = 1
 DEFAULT_SPEC = {
@@ -117,7 +119,7 @@ def ship_sources(dest):
 def _json_safe(obj):
     """Replace NaN/Inf floats (not valid JSON) by None, recursively."""
     if isinstance(obj, float):
-        return obj if obj == obj and obj not in (float("inf"), float("-inf")) else None
+        return obj if math.isfinite(obj) else None
     if isinstance(obj, dict):
         return {k: _json_safe(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
@@ -158,13 +160,13 @@ def execute_probe(python, spec, workdir, environ=None, grace_s=60.0):
     proc = subprocess.Popen([python, script, "--spec", spec_path, "--out", out_path], cwd=workdir, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        output, _ = proc.communicate(timeout=limit)
+        output = proc.communicate(timeout=limit)[0]
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             proc.kill()
-        output, _ = proc.communicate()
+        output = proc.communicate()[0]
         raise ProbeError("probe runner gave no result within %.0f s; killed" % limit,
                          _tail((output or b"").decode("utf-8", "replace")))
     text = _tail((output or b"").decode("utf-8", "replace"))
@@ -204,14 +206,14 @@ def run_child(python, script, name, spec_path, timeout_s, workdir):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, env=env, cwd=workdir)
     try:
-        output, _ = proc.communicate(timeout=max(1.0, float(timeout_s)))
+        output = proc.communicate(timeout=max(1.0, float(timeout_s)))[0]
         status = None
     except subprocess.TimeoutExpired:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             proc.kill()
-        output, _ = proc.communicate()
+        output = proc.communicate()[0]
         status = "timeout"
     wall = time.monotonic() - t0
     text = (output or b"").decode("utf-8", "replace")
@@ -258,7 +260,7 @@ def _readline(fd, deadline, buf):
         left = deadline - time.monotonic()
         if left <= 0:
             return None
-        ready, _, _ = select.select([fd], [], [], left)
+        ready = select.select([fd], [], [], left)[0]
         if not ready:
             return None
         chunk = os.read(fd, 65536)
@@ -389,7 +391,7 @@ def zygote_main(spec):
     # H200 with flashinfer 0.6.17), after which forked workers cannot use the GPU.
     for mod in ("nvfp4_reference",):
         try:
-            if importlib.util.find_spec(mod.split(".")[0]) is not None:
+            if importlib.util.find_spec(mod.split(".", maxsplit=1)[0]) is not None:
                 importlib.import_module(mod)
         except Exception as exc:  # noqa: BLE001 (the env step reports import errors properly)
             notes.append("%s: %s" % (mod, _tail(str(exc), 200)))
@@ -490,8 +492,8 @@ def run_probe(spec, python=None, script=None, workdir=None):
     result = {"protocol": RUNNER_PROTOCOL, "python": python, "device": {"present": False},
               "versions": {}, "fp4_paths_present": {}, "reference": None, "backends": {},
               "not_offered": {}, "recommended": None,
-              "probe": {k: full[k] for k in ("m_list", "shapes", "moe_shapes", "warmup", "iters", "seed",
-                                              "timeout_s", "total_timeout_s")}}
+              "probe": {k: full[k] for k in ("m_list", "shapes", "moe_shapes", "warmup", "iters", "seed", "timeout_s",
+                                             "total_timeout_s")}}
     launcher = None
     try:
         launcher = StepLauncher(python, script, spec_path, workdir, use_fork=bool(full.get("fork_server", True)),
@@ -534,7 +536,8 @@ def run_probe(spec, python=None, script=None, workdir=None):
                                            "score_us": None,
                                            "reason": "probe budget total_timeout_s=%s spent before this backend ran" % full["total_timeout_s"]}
                 continue
-            refusal = num.capability_refusal(key, info["device"]["cc"]) if key in num.BACKENDS else None
+            cc = info["device"].get("cc")
+            refusal = num.capability_refusal(key, cc) if key in num.BACKENDS and cc is not None else None
             if refusal is not None:  # decided from the compute capability alone: no process needed
                 result["backends"][key] = {"kind": meta.get("kind"), "api": meta.get("api"), "sglang": meta.get("sglang"),
                                            "verdict": "unsupported", "source": "capability_table", "reason": refusal,
@@ -709,12 +712,12 @@ def _gen(torch, shape, seed, device, scale=1.0):
 def _time_calls(torch, fn, warmup, iters, cuda):
     """Median time per call in microseconds; the last output is returned for re-checking."""
     out = None
-    for _ in range(int(warmup)):
+    for dummy_i in range(int(warmup)):
         out = fn()
     if cuda:
         torch.cuda.synchronize()
     times = []
-    for _ in range(max(1, int(iters))):
+    for dummy_i in range(max(1, int(iters))):
         if cuda:
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
@@ -1034,7 +1037,7 @@ def child_moe(key, spec):
                     res["setup_s"] = round(time.monotonic() - t0, 3)
                     first = False
                 first_out = out.clone()
-                t_us, _ = _time_calls(torch, run, spec["warmup"], spec["iters"], True)
+                t_us = _time_calls(torch, run, spec["warmup"], spec["iters"], True)[0]
                 last_out = out.clone()
             except Exception as exc:  # noqa: BLE001
                 res["cases"].append(_error_case(exc, case))
@@ -1104,4 +1107,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

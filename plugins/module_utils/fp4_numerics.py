@@ -251,11 +251,12 @@ def compare(reference, candidate, rel_tol=GEMM_TOLERANCES["rel_tol"], min_cosine
             metrics["rel_err_vs_baseline"] = float((cand - base).norm() / base.norm().clamp_min(1e-300))
             metrics["reference_cosine_vs_baseline"] = float(_cos(base, ref))
     problems = []
-    if not rel_err <= rel_tol:
+    # NaN metrics (cannot happen after the finiteness check, but never let NaN pass a comparison)
+    if math.isnan(rel_err) or rel_err > rel_tol:
         problems.append("relative error %.4g > %.4g" % (rel_err, rel_tol))
-    if not cosine >= min_cosine:
+    if math.isnan(cosine) or cosine < min_cosine:
         problems.append("cosine %.5f < %.5f" % (cosine, min_cosine))
-    if not min_row >= min_row_cosine:
+    if math.isnan(min_row) or min_row < min_row_cosine:
         problems.append("row %d cosine %.5f < %.5f" % (worst, min_row, min_row_cosine))
     if problems:
         return Comparison(ok=False, verdict="wrong_numerics", metrics=metrics, reason="; ".join(problems))
@@ -342,7 +343,7 @@ def recommend(backends, allowed=None):
             score = b.get("score_us")
             ranked.append((score if isinstance(score, (int, float)) else math.inf, name, key))
         ranked.sort()
-        out["ranking"][flag] = [[n, (s if s != math.inf else None)] for s, n, _ in ranked]
+        out["ranking"][flag] = [[entry[1], entry[0] if entry[0] != math.inf else None] for entry in ranked]
         if ranked:
             score, name, key = ranked[0]
             out[flag] = name

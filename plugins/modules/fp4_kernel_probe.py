@@ -27,11 +27,11 @@ description:
     V(crash) (with the error text) and V(timeout).
   - RV(recommended) names the fastest backend that is V(ok) in SGLang's own naming for C(--fp4-gemm-backend) and
     C(--moe-runner-backend); it never names a backend that failed, and is null when none passed.
-  - Without a CUDA device it returns cleanly with RV(device.present=false) and RV(device.reason); the reference
+  - Without a CUDA device it returns cleanly with RV(device) C(present=false) and the reason in C(device.reason); the reference
     quantizer still runs on the CPU of the target python as a self-test (RV(reference)).
   - Changes nothing on the host (FlashInfer may fill its JIT cache); runs the same in check mode.
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   python:
     description:
@@ -123,8 +123,11 @@ options:
     default: {}
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
+    details: The probe only measures; it runs (and reports real verdicts) in check mode too.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
     support: none
 notes:
   - What the probe proves on sm_90 and what only on SM120 is in C(docs/fp4-probe.md).

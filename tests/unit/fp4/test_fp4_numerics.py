@@ -28,7 +28,7 @@ def test_exact_kernel_output_in_bf16_passes(m):
 
 
 def test_noise_within_tolerance_passes_and_outside_fails():
-    deq, _ = _problem(128)
+    deq, dummy_base = _problem(128)
     g = torch.Generator().manual_seed(3)
     noise = torch.randn(deq.shape, generator=g)
     small = deq + noise * deq.std() * 0.005
@@ -40,7 +40,7 @@ def test_noise_within_tolerance_passes_and_outside_fails():
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
 def test_single_nonfinite_value_fails_as_nan(bad):
-    deq, _ = _problem(9)
+    deq, dummy_base = _problem(9)
     out = deq.clone()
     out[4, 17] = bad
     res = num.compare(deq, out)
@@ -49,19 +49,19 @@ def test_single_nonfinite_value_fails_as_nan(bad):
 
 
 def test_all_zero_output_fails_as_zeros():
-    deq, _ = _problem(1024)
+    deq, dummy_base = _problem(1024)
     res = num.compare(deq, torch.zeros_like(deq))
     assert res.verdict == "zeros" and "all zeros" in res.reason
 
 
 def test_near_zero_output_fails_as_zeros():
-    deq, _ = _problem(128)
+    deq, dummy_base = _problem(128)
     res = num.compare(deq, deq * 1e-5)
     assert res.verdict == "zeros"
 
 
 def test_zero_rows_only_fail_as_zeros():
-    deq, _ = _problem(150)
+    deq, dummy_base = _problem(150)
     out = deq.clone()
     out[128:] = 0  # the B09 pattern: rows past the first 128-row tile come back empty
     res = num.compare(deq, out)
@@ -69,7 +69,7 @@ def test_zero_rows_only_fail_as_zeros():
 
 
 def test_one_garbage_row_fails_even_when_global_metrics_look_fine():
-    deq, _ = _problem(1024)
+    deq, dummy_base = _problem(1024)
     out = deq.clone()
     g = torch.Generator().manual_seed(5)
     out[777] = torch.randn(out.shape[1], generator=g) * deq[777].std()
@@ -81,13 +81,13 @@ def test_one_garbage_row_fails_even_when_global_metrics_look_fine():
 
 
 def test_sign_flip_and_transposed_layout_fail():
-    deq, _ = _problem(128, n=128)
+    deq, dummy_base = _problem(128, n=128)
     assert num.compare(deq, -deq).verdict == "wrong_numerics"
     assert num.compare(deq, deq.t().contiguous()).verdict == "wrong_numerics"
 
 
 def test_shape_mismatch():
-    deq, _ = _problem(9)
+    deq, dummy_base = _problem(9)
     res = num.compare(deq, deq[:, :-1])
     assert res.verdict == "wrong_numerics" and "shape" in res.reason
 
@@ -95,7 +95,7 @@ def test_shape_mismatch():
 def test_zeros_at_some_m_only_fail_the_backend():
     cases = []
     for m in M_LIST:
-        deq, _ = _problem(m)
+        deq, dummy_base = _problem(m)
         out = torch.zeros_like(deq) if m == 150 else deq.to(torch.bfloat16)
         res = num.compare(deq, out)
         cases.append({"m": m, "n": 128, "k": 256, "verdict": res.verdict, "reason": res.reason, "time_us": 10.0})
@@ -107,7 +107,7 @@ def test_zeros_at_some_m_only_fail_the_backend():
 
 def test_moe_tolerances_are_b11_thresholds():
     assert num.MOE_TOLERANCES["min_cosine"] == 0.98 and num.MOE_TOLERANCES["min_row_cosine"] == 0.95
-    deq, _ = _problem(128)
+    deq, dummy_base = _problem(128)
     # a MoE that "runs without NaN" but has cosine ~0.4 (B11) must fail
     g = torch.Generator().manual_seed(9)
     wrong = 0.4 * deq + torch.randn(deq.shape, generator=g) * deq.std()
@@ -118,6 +118,6 @@ def test_moe_tolerances_are_b11_thresholds():
 def test_comparison_is_a_plain_dict_for_json():
     import json
 
-    deq, _ = _problem(1)
+    deq, dummy_base = _problem(1)
     res = num.compare(deq, deq)
     assert json.loads(json.dumps(res))["ok"] is True and res.ok is True

@@ -6,7 +6,6 @@ reference must have run on the CPU of the target interpreter.
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -26,7 +25,7 @@ def _adhoc(args, check=False):
                LC_ALL="C.UTF-8")
     cmd = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
            "-m", "blackwell.sglang.fp4_kernel_probe", "-a", json.dumps(args)] + (["--check"] if check else [])
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     out = json.loads(proc.stdout)
     return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
