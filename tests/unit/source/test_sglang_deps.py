@@ -16,9 +16,7 @@ from ansible_collections.blackwell.sglang.plugins.filter.pip_report_check import
 from ansible_collections.blackwell.sglang.plugins.filter.sglang_requirements import sglang_requirements
 from ansible.errors import AnsibleFilterError
 
-from conftest import FIXTURES
-
-HERE = os.path.join(FIXTURES, "sglang_source")
+HERE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sglang_source")
 
 
 def _load(name):
