@@ -114,6 +114,12 @@ findings:
   returned: always
   type: list
   elements: dict
+summary:
+  description: One line per host, for the play output.
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu1: benchmarked; output tok/s c=1 171.2, c=64 1893.0, c=128 2141.9", "sandbox-1: skipped (no GPU)"]
 hosts:
   description: Per host C(host), C(status) (benchmarked, skipped, failed, no result) and the output tok/s per level.
   returned: always
@@ -131,6 +137,17 @@ from ansible_collections.blackwell.sglang.plugins.module_utils._bench_report imp
     build_report,
     write_report,
 )
+
+
+def summary_line(host):
+    """``gpu1: benchmarked; output tok/s c=1 171.2, c=64 1893.0`` (or the skip reason)."""
+    line = "%s: %s" % (host["host"], host["status"])
+    if host.get("reason"):
+        line += " (%s)" % host["reason"]
+    if host["levels"]:
+        line += "; output tok/s " + ", ".join("c=%d %.1f" % (r["max_concurrency"], r["output_throughput"])
+                                             for r in host["levels"])
+    return line
 
 
 def main():
@@ -166,6 +183,7 @@ def main():
         regression=report["regression"],
         failed_levels=report["failed"],
         findings=report["findings"],
+        summary=[summary_line(h) for h in report["hosts"]],
         hosts=[{"host": h["host"], "status": h["status"], "reason": h.get("reason"),
                 "output_throughput": dict((str(r["max_concurrency"]), r["output_throughput"]) for r in h["levels"])}
                for h in report["hosts"]],
