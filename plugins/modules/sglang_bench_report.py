@@ -145,8 +145,8 @@ def summary_line(host):
     if host.get("reason"):
         line += " (%s)" % host["reason"]
     if host["levels"]:
-        line += "; output tok/s " + ", ".join("c=%d %.1f" % (r["max_concurrency"], r["output_throughput"])
-                                             for r in host["levels"])
+        levels = ["c=%d %.1f" % (r["max_concurrency"], r["output_throughput"]) for r in host["levels"]]
+        line += "; output tok/s " + ", ".join(levels)
     return line
 
 
