@@ -471,8 +471,8 @@ def estimate_build_cost(text, cuda_version="13.0", defines=None, source_dir=None
             it.vars[var] = ";".join(cur + new if words[0].upper() == "APPEND" else new + cur)
         elif name == "file" and len(words) >= 3 and words[0].upper() in ("GLOB", "GLOB_RECURSE"):
             var = it.expand(words[1])
-            pats = [p for p in it.expand_list(cmd.args[2:]) if p not in ("CONFIGURE_DEPENDS", "LIST_DIRECTORIES",
-                                                                       "true", "false", "RELATIVE")]
+            skip = ("CONFIGURE_DEPENDS", "LIST_DIRECTORIES", "true", "false", "RELATIVE")
+            pats = [p for p in it.expand_list(cmd.args[2:]) if p not in skip]
             found = []
             unresolved = []
             for pat in pats:

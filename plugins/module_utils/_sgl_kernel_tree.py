@@ -311,8 +311,8 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
         runs.append(cur)
     option_added = ("option(%s" % SM90_OPTION) in f.text
     for run in runs:
-        ls, _ = cm.line_bounds(f.text, run[0].start, run[0].start)
-        _, le = cm.line_bounds(f.text, run[-1].end - 1, run[-1].end)
+        ls = cm.line_bounds(f.text, run[0].start, run[0].start)[0]
+        le = cm.line_bounds(f.text, run[-1].end - 1, run[-1].end)[1]
         ind = cm.indent_at(f.text, run[0].start)
         body = f.text[ls:le]
         inner = "".join(("  " + line if line.strip() else line) for line in body.splitlines(True))

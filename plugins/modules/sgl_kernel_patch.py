@@ -23,7 +23,7 @@ description:
   - "Facts behind each patch: sglang-sm120.md sections 1.2 (policies), 1.4 (dlpack), 1.5 (CCCL), 1.6 (gencodes),
     1.7 and 2 (FA3); field reports B01-B03, B06."
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   src:
     description:
@@ -69,7 +69,7 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Nothing is written; RV(changed) and the diff say what would change.
+    description: Nothing is written; C(changed) and the diff say what would change.
   diff_mode:
     support: full
     description: Returns the before/after text of every file that changes.
@@ -79,7 +79,7 @@ attributes:
     description: Any POSIX host with Python; no CUDA or CMake is needed to patch.
 notes:
   - The dlpack problem is not patched here; the C(blackwell.sglang.sgl_kernel_sm120) role exports
-    C(CMAKE_POLICY_VERSION_MINIMUM=3.5) and builds in a fresh directory (RV(dependencies.needs_policy_version_minimum)).
+    C(CMAKE_POLICY_VERSION_MINIMUM=3.5) and builds in a fresh directory (C(dependencies.needs_policy_version_minimum) in the result).
   - The build-cost estimate models C(set), C(list(APPEND)), C(option), C(if) and the library targets of the CMake file
     on x86_64 with C(ENABLE_BELOW_SM90=OFF); C(file(GLOB)) patterns over fetched sources cannot be counted before
     configure and are listed in C(unresolved_globs).
