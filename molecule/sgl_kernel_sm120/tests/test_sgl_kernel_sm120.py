@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import glob
 import json
+import os
 import re
 
 import pytest
@@ -82,3 +84,10 @@ def test_patched_tree_and_log(host, facts):
     text = log.content_string
     assert "CMAKE_POLICY_VERSION_MINIMUM=3.5" in text and "sgl-kernel build finished" in text
     assert re.search(r"CPLUS_INCLUDE_PATH=\S+/include/cccl", text)
+
+
+def test_wheel_fetched_to_the_controller_artifact_cache(facts):
+    """The build host copies its wheel to <fetch_dir>/<key>/ on the controller (fleet distribution, docs/fleet.md)."""
+    assert facts["fetch_dir"].startswith(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent"))
+    fetched = glob.glob(os.path.join(facts["fetch_dir"], facts["build_key"], "*.whl"))
+    assert [os.path.basename(p) for p in fetched] == [os.path.basename(facts["wheel"])]
