@@ -43,7 +43,7 @@ help: ## Show this help
 	@echo
 	@echo "Variables: MOLECULE_SCENARIOS=\"$(strip $(MOLECULE_SCENARIOS))\""
 	@echo "           DEV_TORCH=$(DEV_TORCH) BLACKWELL_WHEELHOUSE=$(BLACKWELL_WHEELHOUSE) INVENTORY=$(INVENTORY)"
-	@echo "           MOLECULE_ARGS, PYTEST_ARGS, SANITY_ARGS: extra arguments"
+	@echo "           MOLECULE_ARGS, PYTEST_ARGS, SANITY_ARGS: extra arguments; KEEP_GOING=1 (make test)"
 
 deps: host venv ## Host prep (podman, runc, debootstrap) + .venv from requirements-dev.txt
 
@@ -116,14 +116,20 @@ unit: venv ## pytest tests/unit (no tests collected = failure)
 molecule: venv image mirror ## Every scenario in MOLECULE_SCENARIOS, in order, sharing one image + pip cache (timed)
 	@MOLECULE_ALL="$(strip $(MOLECULE_ALL))" bash molecule/_shared/run-scenarios.sh $(MOLECULE_TIMEOUT) "$(MOLECULE_ARGS)" $(MOLECULE_SCENARIOS)
 
-test: ## THE test suite (CI): deps lint sanity unit molecule
-	@start=$$(date +%s); \
+test: ## THE test suite (CI): deps lint sanity unit molecule (KEEP_GOING=1: run all steps, fail at the end)
+	@start=$$(date +%s); failed=""; \
 	for t in deps lint sanity unit molecule; do \
 	  s=$$(date +%s); echo "======== make $$t"; \
-	  $(MAKE) --no-print-directory $$t; \
-	  echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; \
+	  if $(MAKE) --no-print-directory $$t; then \
+	    echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; \
+	  else \
+	    echo "======== make $$t: FAILED after $$(( $$(date +%s) - s ))s"; failed="$$failed $$t"; \
+	    [[ "$(KEEP_GOING)" == 1 && $$t != deps ]] || break; \
+	  fi; \
 	done; \
-	echo "======== make test: all passed in $$(( ($$(date +%s) - start) / 60 ))m$$(( ($$(date +%s) - start) % 60 ))s"
+	took="$$(( ($$(date +%s) - start) / 60 ))m$$(( ($$(date +%s) - start) % 60 ))s"; \
+	if [[ -n $$failed ]]; then echo "======== make test: FAILED ($$failed ) after $$took"; exit 1; fi; \
+	echo "======== make test: all passed in $$took"
 
 sandbox: deps image mirror sandbox-up ## The main job: sandbox container + ansible-playbook site.yml -i inventories/sandbox
 	timeout 5400 $(BIN)/ansible-playbook site.yml -i $(INVENTORY)
