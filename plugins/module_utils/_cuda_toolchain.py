@@ -130,7 +130,7 @@ def cuda_release_mismatches(dists, cuda_version):
             bad.append({"name": name, "version": None, "expected": "%d.%d.*" % want})
             continue
         try:
-            have = major_minor(str(version).split("+")[0])
+            have = major_minor(str(version).split("+", maxsplit=1)[0])
         except ValueError:
             have = None
         if have != want:

@@ -269,8 +269,8 @@ def check_nvcc_version(tool, cfg):
     if have == want:
         return check(name, PASS, "%s is CUDA %s (requested %s)" % (nvcc["nvcc"], nvcc["version"], cfg["cuda_version"]))
     status = FAIL if cfg["cuda_install_method"] == "existing" or have[0] != want[0] else WARN
-    return check(name, status, "%s is CUDA %s but CUDA %s is requested" % (nvcc["nvcc"], nvcc["version"],
-                                                                         cfg["cuda_version"]),
+    msg = "%s is CUDA %s but CUDA %s is requested" % (nvcc["nvcc"], nvcc["version"], cfg["cuda_version"])
+    return check(name, status, msg,
                  "point cuda_toolchain_home at a CUDA %s toolkit or change cuda_toolchain_cuda_version"
                  % cfg["cuda_version"])
 
@@ -331,8 +331,8 @@ def check_cuda_headers(tool, cfg):
     have = major_minor(nvcc["version"])
     hdr = major_minor(nvcc["cudart_version"])
     if have == hdr:
-        return check(name, PASS, "nvcc %s and %s (CUDART %s) agree" % (nvcc["version"], nvcc["cudart_header"],
-                                                                        nvcc["cudart_version"]))
+        return check(name, PASS, "nvcc %s and %s (CUDART %s) agree" % (
+            nvcc["version"], nvcc["cudart_header"], nvcc["cudart_version"]))
     return check(name, FAIL, "nvcc is CUDA %d.%d but %s says CUDART %d.%d: JIT and builds fail with \"CUDA "
                  "compiler and CUDA toolkit headers are incompatible\"" % (have + (nvcc["cudart_header"],) + hdr),
                  "pin the toolkit parts to one minor (pip: nvidia-cuda-nvcc, -crt, -nvvm and nvidia-cuda-runtime "
@@ -524,7 +524,7 @@ def p2p_risks(gpu, members):
 def check_p2p(gpu, cfg, env):
     name = "p2p_topology"
     tp = int(cfg["tp_size"])
-    members, _ = tp_set(gpu, cfg)
+    members, _excluded = tp_set(gpu, cfg)
     if not gpu.get("gpu_count"):
         return check(name, SKIP, "no GPUs")
     if tp <= 1:
@@ -536,13 +536,13 @@ def check_p2p(gpu, cfg, env):
     names = ["GPU%s" % g.get("index") for g in members]
     links = topo.get("links") or {}
     pair_links = [(a, b, (links.get(a) or {}).get(b)) for i, a in enumerate(names) for b in names[i + 1:]]
-    if pair_links and all(link and link.startswith("NV") for _, _, link in pair_links):
+    if pair_links and all(link and link.startswith("NV") for _a, _b, link in pair_links):
         return check(name, PASS, "NVLink between all tensor-parallel GPUs (%s)" % ", ".join(
             "%s-%s %s" % p for p in pair_links))
     risks, notes = p2p_risks(gpu, members)
     link_text = ", ".join("%s-%s %s" % (a, b, link or "?") for a, b, link in pair_links) or "topology unknown"
     if not risks:
-        kinds = sorted(set(link for _, _, link in pair_links if link in TOPO_LEGEND))
+        kinds = sorted(set(link for _a, _b, link in pair_links if link in TOPO_LEGEND))
         msg = "PCIe peer-to-peer without known risk (%s; %s)" % (
             link_text, "; ".join("%s = %s" % (k, TOPO_LEGEND[k]) for k in kinds) or "link type unknown")
         if notes:
@@ -563,7 +563,7 @@ def check_p2p(gpu, cfg, env):
 def check_custom_all_reduce(gpu, cfg, args):
     name = "custom_all_reduce"
     tp = int(cfg["tp_size"])
-    members, _ = tp_set(gpu, cfg)
+    members, _excluded = tp_set(gpu, cfg)
     if not gpu.get("gpu_count"):
         return check(name, SKIP, "no GPUs")
     if tp <= 1:
@@ -580,7 +580,7 @@ def check_custom_all_reduce(gpu, cfg, args):
     if geforce:
         reasons.append("GeForce GPU(s) %s have no peer access" % ", ".join(_gpu_label(g) for g in geforce))
     if bad:
-        reasons.append("nvidia-smi topo -p2p r is not OK for %s" % ", ".join("%s-%s" % (a, b) for a, b, _ in bad))
+        reasons.append("nvidia-smi topo -p2p r is not OK for %s" % ", ".join("%s-%s" % (a, b) for a, b, _status in bad))
     if reasons:
         if "--disable-custom-all-reduce" not in args:
             args.append("--disable-custom-all-reduce")
@@ -628,7 +628,7 @@ def apt_slug(dist, slug_map=None):
     if name == "ubuntu":
         return "ubuntu" + version.replace(".", "")
     if name == "debian":
-        return "debian" + str(dist.get("major_version") or version.split(".")[0])
+        return "debian" + str(dist.get("major_version") or version.split(".", maxsplit=1)[0])
     return re.sub(r"[^a-z0-9]", "", name) + version.replace(".", "")
 
 
@@ -648,9 +648,9 @@ def check_distribution(cfg):
             choices = ", ".join("%s/%s" % (s, (cfg.get("apt_repo_arch") or {}).get(a, a))
                                 for a, slugs in sorted((cfg["supported_distributions"].get("apt") or {}).items())
                                 for s in slugs)
-            return check(name, FAIL, "%s maps to CUDA repo slug '%s', which the apt method does not support "
-                         "(NVIDIA's repository has no '%s/%s'; supported: %s)" % (label, slug, slug, repo_arch or arch,
-                                                                                 choices),
+            msg = ("%s maps to CUDA repo slug '%s', which the apt method does not support "
+                   "(NVIDIA's repository has no '%s/%s'; supported: %s)" % (label, slug, slug, repo_arch or arch, choices))
+            return check(name, FAIL, msg,
                          "set preflight_cuda_repo_slug to the matching base (e.g. ubuntu2204 for Pop!_OS 22.04) or "
                          "use cuda_toolchain_method: pip")
         return check(name, PASS, "%s: CUDA apt repository %s/%s" % (label, slug, repo_arch))
@@ -659,9 +659,8 @@ def check_distribution(cfg):
         return check(name, FAIL, "method %s needs a glibc Linux (manylinux wheels); no glibc found" % method,
                      "use a glibc distribution")
     if _ver_tuple(glibc) < _ver_tuple(cfg["min_glibc"]):
-        return check(name, FAIL, "glibc %s < %s needed by the manylinux_2_28 CUDA/torch wheels" % (glibc,
-                                                                                                  cfg["min_glibc"]),
-                     "use a newer distribution")
+        msg = "glibc %s < %s needed by the manylinux_2_28 CUDA/torch wheels" % (glibc, cfg["min_glibc"])
+        return check(name, FAIL, msg, "use a newer distribution")
     return check(name, PASS, "%s %s (%s), glibc %s: fine for method %s" % (
         dist.get("distribution"), dist.get("version"), arch, glibc, method))
 

@@ -175,7 +175,7 @@ def collect_nvcc(run, cuda_home, path_env):
             facts["cudart_header"] = header
             break
     for path in which_all("nvcc", path_env):
-        version, _ = _nvcc_version(run, path)
+        version, _raw = _nvcc_version(run, path)
         facts["path_nvccs"].append({"path": path, "realpath": os.path.realpath(path), "version": version})
     if facts["path_nvccs"]:
         facts["path_first"] = facts["path_nvccs"][0]["path"]

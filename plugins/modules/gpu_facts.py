@@ -23,7 +23,7 @@ description:
     driver requirement (580 or newer for CUDA 13), never "no GPU".
   - Changes nothing on the host; runs the same in check mode.
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   nvidia_smi:
     description:
@@ -46,8 +46,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Read-only; runs unchanged in check mode and never reports a change.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is no diff.
 notes:
   - Sources of the formats and error texts are listed in C(plugins/module_utils/_gpu.py) and in C(docs/preflight.md).
 seealso:

@@ -18,7 +18,7 @@ description:
   - glibc version, kernel release and whether C(/lib/modules/<release>/build) exists.
   - Existence of each path in I(stat_paths) (for example the model directory).
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   disk_paths:
     description: Label to path; free space is measured for each (for example C(venv), C(build)).
@@ -35,8 +35,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Read-only; runs unchanged in check mode and never reports a change.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is no diff.
 seealso:
   - module: blackwell.sglang.gpu_facts
   - module: blackwell.sglang.toolchain_facts

@@ -22,7 +22,7 @@ description:
   - Nothing that is missing fails the module (the preflight runs before the toolchain is installed); the preflight
     role turns the facts into checks.
 author:
-  - blackwell.sglang maintainers
+  - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   cuda_home:
     description: CUDA toolkit root (C(CUDA_HOME)); C(<cuda_home>/bin/nvcc) is the compiler checked.
@@ -42,8 +42,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Read-only; runs unchanged in check mode and never reports a change.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is no diff.
 seealso:
   - module: blackwell.sglang.gpu_facts
   - module: blackwell.sglang.host_facts

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
 """Benchmark: the whole FP4 probe on one GPU must finish in < 30 s excluding JIT.

@@ -30,7 +30,7 @@ def env(host):
     pairs = {}
     for line in host.file(ENV_FILE).content_string.splitlines():
         if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
+            key, _sep, value = line.partition("=")
             pairs[key] = value
     return pairs
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Write a tiny ModelOpt-NVFP4-shaped checkpoint for the sandbox (test fixture, not a usable model).
 
 config.json + hf_quant_config.json (quant_algo NVFP4, kv_cache_quant_algo FP8, the shape of field report F-B13) +

@@ -5,7 +5,7 @@ Run with the venv's python; argv: the wheel distribution names. Prints JSON:
 CUDA 13 wheels share one tree (site-packages/nvidia/cu13: bin, include, include/cccl, lib, nvvm); the nvcc
 wheel's RECORD tells where its bin/nvcc landed, so no path is guessed.
 """
-import importlib.metadata as metadata
+from importlib import metadata
 import json
 import os
 import sys

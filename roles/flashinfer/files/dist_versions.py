@@ -2,7 +2,7 @@
 
 Reads importlib.metadata only: nothing is imported, so it is fast and works without a GPU.
 """
-import importlib.metadata as metadata
+from importlib import metadata
 import json
 import sys
 

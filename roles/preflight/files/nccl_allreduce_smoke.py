@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Apache-2.0 (see LICENSE)
 """NCCL all_reduce smoke test across N local GPUs with a hard timeout.
@@ -47,7 +46,7 @@ def _worker(rank, world, port, size_mb, iters, queue):
         expected = world * (world + 1) / 2.0
         ok = bool(torch.all(x == expected).item())
         start = time.time()
-        for _ in range(iters):
+        for _iteration in range(iters):
             dist.all_reduce(x)
         torch.cuda.synchronize()
         per_iter = (time.time() - start) / max(1, iters)
@@ -61,7 +60,7 @@ def _worker(rank, world, port, size_mb, iters, queue):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--gpus", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole test")
     parser.add_argument("--size-mb", type=int, default=64)

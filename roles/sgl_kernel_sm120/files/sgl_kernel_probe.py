@@ -6,7 +6,7 @@
 Prints one JSON document; exit code 0 even when the import fails (the role decides and classifies the error).
 """
 import glob
-import importlib.metadata as metadata
+from importlib import metadata
 import json
 import os
 import sys

@@ -6,7 +6,7 @@ cuda_available, device_caps (["12.0", ...] of the devices torch sees), extras ({
 import_error (null, or why `import torch` failed).
 """
 import importlib
-import importlib.metadata as metadata
+from importlib import metadata
 import json
 import sys
 

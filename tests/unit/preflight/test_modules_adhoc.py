@@ -23,7 +23,7 @@ def adhoc(module, args, check=False):
            "ansible_python_interpreter=%s" % sys.executable, "-m", module, "-a", args] + (["--check"] if check else [])
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, check=False, timeout=120)
     # the json callback's document; ansible.cfg's profile_tasks callback may print around it
-    out, _ = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])
+    out, _end = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])
     return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
 
 

@@ -133,7 +133,9 @@ def test_bad_parameters(kw, match):
 
 def test_queued_start_is_not_a_failure_within_grace():
     # systemctl start --no-block: the unit reads inactive for a few seconds before the job runs
-    states = lambda t: ("inactive", "dead") if t < 10 else ("active", "running")
+    def states(t):
+        return ("inactive", "dead") if t < 10 else ("active", "running")
+
     world = World([(12.0, "Load weight end.")], health=lambda t: 200 if t >= 20 else None, states=states)
     assert world.wait()["ready"] is True
 
