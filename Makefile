@@ -21,12 +21,15 @@ export BLACKWELL_WHEELHOUSE
 DEV_TORCH   ?= auto
 TORCH_VERSION ?= 2.13.0
 
-# Molecule scenarios in the order the suite runs them (cheap first). Scenarios listed here that do not exist yet
-# are reported and skipped; scenario directories missing from MOLECULE_ALL make `make molecule` fail (forgotten
-# ones). `make molecule MOLECULE_SCENARIOS="a b"` runs a subset.
-MOLECULE_ALL       := default preflight sglang_release cuda_toolchain torch_nightly flashinfer sglang_source \
-                      sgl_kernel_sm120 fp4_probe sglang_service sglang_benchmark site fleet
+# Molecule scenarios in the order the suite starts them, MOLECULE_JOBS at a time (longest first, so the slow ones
+# overlap the quick ones). Scenarios listed here that do not exist yet are reported and skipped; scenario
+# directories missing from MOLECULE_ALL make `make molecule` fail (forgotten ones).
+# `make molecule MOLECULE_SCENARIOS="a b"` runs a subset; MOLECULE_JOBS=1 runs them one after another.
+MOLECULE_ALL       := fleet site sglang_service flashinfer sgl_kernel_sm120 cuda_toolchain sglang_source \
+                      fp4_probe sglang_benchmark torch_nightly preflight sglang_release default
 MOLECULE_SCENARIOS ?= $(MOLECULE_ALL)
+MOLECULE_JOBS      ?= 3
+export MOLECULE_JOBS
 MOLECULE_TIMEOUT   ?= 2400
 MOLECULE_ARGS      ?=
 PYTEST_ARGS        ?=

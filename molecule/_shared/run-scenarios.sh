@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run Molecule scenarios one after another (make molecule): usage run-scenarios.sh TIMEOUT "EXTRA ARGS" SCENARIO...
+# Run Molecule scenarios (make molecule), MOLECULE_JOBS at a time: usage run-scenarios.sh TIMEOUT "EXTRA ARGS" SCENARIO...
 # - Listed scenarios that do not exist (yet) are reported and skipped; scenario directories that are not listed
 #   fail the run (a scenario nobody runs is a scenario that rots).
 # - A scenario without tests/test_*.py fails: testinfra would "pass" it without checking anything.
@@ -22,36 +22,59 @@ if ((${#unlisted[@]})); then
   exit 2
 fi
 
-rows=(); failed=0; total_start=$SECONDS
-for s in "$@"; do
-  if [[ ! -f molecule/$s/molecule.yml ]]; then
-    rows+=("$(printf '%-18s %-8s %6s' "$s" "absent" "-")")
-    continue
-  fi
-  if ! compgen -G "molecule/$s/tests/test_*.py" >/dev/null; then
-    echo "molecule/$s has no tests/test_*.py: the testinfra verifier would check nothing" >&2
-    rows+=("$(printf '%-18s %-8s %6s' "$s" "NO-TESTS" "-")"); failed=1
-    continue
-  fi
-  echo "================ molecule test -s $s ($(date -u +%H:%M:%S) UTC, timeout ${timeout_s}s)"
-  start=$SECONDS
+# MOLECULE_JOBS scenarios run side by side (each has its own container name, all share the image and the pip
+# cache); every scenario logs to .cache/molecule-logs/<scenario>.log and a failed one prints its log's tail.
+jobs=${MOLECULE_JOBS:-1}
+logs=$repo/.cache/molecule-logs
+mkdir -p "$logs"
+total_start=$SECONDS
+
+run_one() {  # run_one SCENARIO: writes $logs/SCENARIO.result = "<status> <seconds>"
+  local s=$1 start=$SECONDS rc status
   # shellcheck disable=SC2086  # $extra is a list of extra molecule arguments
-  timeout --signal=TERM --kill-after=60 "$timeout_s" molecule test -s "$s" $extra
+  timeout --signal=TERM --kill-after=60 "$timeout_s" molecule test -s "$s" $extra >"$logs/$s.log" 2>&1
   rc=$?
-  took=$((SECONDS - start))
-  if ((rc == 0)); then status=passed; else status="FAILED($rc)"; failed=1; fi
+  if ((rc == 0)); then status=passed; else status="FAILED($rc)"; fi
   ((rc == 124)) && status=TIMEOUT
   if ((rc != 0)); then
     # a failed or killed run leaves its container behind; remove it so the next run starts clean
     timeout 300 molecule destroy -s "$s" >/dev/null 2>&1 || true
+    echo "---------------- last lines of $logs/$s.log" >&2
+    tail -n 60 "$logs/$s.log" >&2
   fi
-  rows+=("$(printf '%-18s %-8s %5ss' "$s" "$status" "$took")")
-  echo "================ molecule test -s $s: $status in ${took}s"
+  echo "$status $((SECONDS - start))" >"$logs/$s.result"
+  echo "================ molecule test -s $s: $status in $((SECONDS - start))s ($(date -u +%H:%M:%S) UTC)"
+}
+
+order=()
+for s in "$@"; do
+  rm -f "$logs/$s.result"
+  if [[ ! -f molecule/$s/molecule.yml ]]; then
+    echo "absent 0" >"$logs/$s.result"; continue
+  fi
+  if ! compgen -G "molecule/$s/tests/test_*.py" >/dev/null; then
+    echo "molecule/$s has no tests/test_*.py: the testinfra verifier would check nothing" >&2
+    echo "NO-TESTS 0" >"$logs/$s.result"; continue
+  fi
+  order+=("$s")
 done
 
+for s in "${order[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  echo "================ molecule test -s $s ($(date -u +%H:%M:%S) UTC, timeout ${timeout_s}s, log $logs/$s.log)"
+  run_one "$s" &
+  sleep 2   # stagger container creation
+done
+wait
+
+failed=0
 echo
-echo "Molecule summary (wall time per scenario):"
-printf '  %s\n' "${rows[@]}"
+echo "Molecule summary (wall time per scenario, $jobs at a time):"
+for s in "$@"; do
+  read -r status took <"$logs/$s.result" || { status=missing; took=0; }
+  [[ $status == passed || $status == absent ]] || failed=1
+  printf '  %-18s %-10s %5ss\n' "$s" "$status" "$took"
+done
 total=$((SECONDS - total_start))
 echo "  total: $((total / 60))m$((total % 60))s"
 exit $failed
