@@ -39,7 +39,7 @@ def test_no_protected_package_came_from_the_index(host):
     dists = json.loads(host.check_output(
         VENV + "/bin/python -c 'import json, importlib.metadata as m; "
         "print(json.dumps(sorted(d.metadata[\"Name\"].lower() for d in m.distributions())))'"))
-    for name in ("torchvision", "torchaudio", "sgl-kernel", "sglang-kernel", "flashinfer-python", "triton"):
+    for name in ("torchvision", "torchaudio", "sgl-kernel", "sglang-kernel", "flashinfer-python", "pytorch-triton"):
         assert name not in dists
 
 
@@ -56,5 +56,7 @@ def test_requirements_are_filtered(host):
     reqs = [line for line in host.file(STATE + "/requirements.txt").content_string.splitlines()
             if line and not line.startswith("#")]
     assert "numpy" in reqs
+    assert "transformers==4.57.1" in reqs          # SGLang's own pin kept
+    assert reqs[-2:] == ["dill", "triton"]         # sglang_source_extra_requirements, appended
     for line in reqs:
         assert not line.lower().startswith(("torch", "sgl-kernel", "flashinfer"))
