@@ -62,7 +62,7 @@ def requirement_name(requirement):
 
 def is_extra_requirement(requirement):
     """True for ``Requires-Dist`` entries that belong to an optional extra (``…; extra == "test"``)."""
-    _, _, marker = str(requirement).partition(";")
+    _requirement, _sep, marker = str(requirement).partition(";")
     return bool(_EXTRA_MARKER_RE.search(marker))
 
 
@@ -227,7 +227,6 @@ def classify_pip_failure(text):
         if rule.search(text):
             return verdict
     return "unknown"
-
 
 
 def protected_drift(before, after, protected=DEFAULT_PROTECTED):

@@ -79,7 +79,7 @@ def test_nvcc_compiles_for_sm_120a(host):
     env = {}
     for line in host.file(CUDA_ENV).content_string.splitlines():
         if line and not line.startswith("#"):
-            key, _, value = line.partition("=")
+            key, _sep, value = line.partition("=")
             env[key] = value
     envs = " ".join("%s=%s" % (k, v) for k, v in env.items())
     host.run_expect([0], "rm -rf /tmp/site-sm120a && mkdir /tmp/site-sm120a")
