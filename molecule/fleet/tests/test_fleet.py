@@ -59,5 +59,5 @@ def test_audit_reports_the_release_drift_and_the_hand_installed_package():
     assert report["drift"] is True
     fleet = {(d["host"], d["field"]) for d in report["fleet"]}
     hosts = {(d["host"], d["field"]) for d in report["hosts"]}
-    assert ("fleet-1", "release id") in fleet          # the canary runs another release than the majority
-    assert ("fleet-3", "package six") in hosts         # pip install behind Ansible's back
+    assert ("bw-fleet-1", "release id") in fleet          # the canary runs another release than the majority
+    assert ("bw-fleet-3", "package six") in hosts         # pip install behind Ansible's back
