@@ -43,13 +43,8 @@ options:
       - Read ACS control bits (lspci) and IOMMU group types (sysfs) for each GPU.
     type: bool
     default: true
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs unchanged in check mode and never reports a change.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
+extends_documentation_fragment:
+  - blackwell.sglang.attributes.READ_ONLY
 notes:
   - Sources of the formats and error texts are listed in C(plugins/module_utils/_gpu.py) and in C(docs/preflight.md).
 seealso:

@@ -32,13 +32,8 @@ options:
     description: Shared-memory mount to measure.
     type: path
     default: /dev/shm
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs unchanged in check mode and never reports a change.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
+extends_documentation_fragment:
+  - blackwell.sglang.attributes.READ_ONLY
 seealso:
   - module: blackwell.sglang.gpu_facts
   - module: blackwell.sglang.toolchain_facts

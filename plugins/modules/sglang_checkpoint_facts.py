@@ -50,13 +50,8 @@ options:
         model is copied later.
     type: bool
     default: false
-attributes:
-  check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - blackwell.sglang.attributes.READ_ONLY
 notes:
   - Read-only; never changes the host.
 """

@@ -50,13 +50,8 @@ options:
     description: Seconds allowed for each python run (importing SGLang takes several seconds).
     type: int
     default: 180
-attributes:
-  check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
-    support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check mode), when in diff mode.
-    support: none
+extends_documentation_fragment:
+  - blackwell.sglang.attributes.READ_ONLY
 notes:
   - Read-only; never changes the host.
 """

@@ -39,13 +39,8 @@ options:
   search_path:
     description: C(PATH) to search for C(nvcc) and C(cmake); default is the module's own C(PATH).
     type: str
-attributes:
-  check_mode:
-    support: full
-    description: Read-only; runs unchanged in check mode and never reports a change.
-  diff_mode:
-    support: none
-    description: Nothing is changed, so there is no diff.
+extends_documentation_fragment:
+  - blackwell.sglang.attributes.READ_ONLY
 seealso:
   - module: blackwell.sglang.gpu_facts
   - module: blackwell.sglang.host_facts
