@@ -190,6 +190,17 @@ def _tail(text, limit=_OUTPUT_TAIL):
     return text if len(text) <= limit else "..." + text[-limit:]
 
 
+def _read_result(path):
+    """The JSON a child step wrote to ``path``; None when it wrote nothing or died mid-write."""
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path) as fh:
+            return json.load(fh)
+    except ValueError:
+        return None
+
+
 def run_child(python, script, name, spec_path, timeout_s, workdir):
     """Run one child step; never raises for child failures.
 
@@ -217,13 +228,7 @@ def run_child(python, script, name, spec_path, timeout_s, workdir):
         status = "timeout"
     wall = time.monotonic() - t0
     text = (output or b"").decode("utf-8", "replace")
-    data = None
-    if os.path.exists(out_path):
-        try:
-            with open(out_path) as fh:
-                data = json.load(fh)
-        except ValueError:
-            data = None
+    data = _read_result(out_path)
     if status is None:
         status = "ok" if proc.returncode == 0 and data is not None else "crash"
     return {"status": status, "data": data, "returncode": proc.returncode, "wall_s": round(wall, 3),
@@ -363,13 +368,7 @@ class StepLauncher(object):
         if os.path.exists(log_path):
             with open(log_path, "rb") as fh:
                 text = fh.read().decode("utf-8", "replace")
-        data = None
-        if os.path.exists(out_path):
-            try:
-                with open(out_path) as fh:
-                    data = json.load(fh)
-            except ValueError:
-                data = None
+        data = _read_result(out_path)
         status = rep["status"]
         if status == "ok" and data is None:
             status = "crash"
