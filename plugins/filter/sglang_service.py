@@ -9,6 +9,7 @@ import re
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _multinode
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics
 
@@ -18,6 +19,7 @@ sglang_service_check_backends(argv, cc)    argv unchanged, or an error from the 
 systemd_exec_args(argv) -> str             argv quoted for a systemd Exec line (%% and $$ escaped, ${VAR} kept)
 sglang_pinned_backend_evidence(probe, flag, value) -> dict|None   the probe's evidence against a pinned backend
 nvidia_device_groups(proc_devices) -> list  char device groups named nvidia* in /proc/devices text
+sglang_multinode(members, host, tp_size, ...) -> dict  --nnodes/--node-rank/--dist-init-addr of one member
 """
 
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
@@ -100,6 +102,17 @@ def nvidia_device_groups(proc_devices):
     return groups
 
 
+def sglang_multinode(members, host, tp_size, ranks=None, addresses=None, batch=None, release_ids=None,
+                     dist_init_addr="", dist_init_port=50000):
+    """One member's multi-node settings (module_utils/_multinode.plan_multinode); errors name the member."""
+    try:
+        return _multinode.plan_multinode(list(members or []), host, tp_size, ranks=ranks, addresses=addresses,
+                                         batch=None if batch is None else list(batch), release_ids=release_ids,
+                                         dist_init_addr=dist_init_addr, dist_init_port=dist_init_port)
+    except (_multinode.MultinodeError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_service multi-node: %s" % exc)
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -108,4 +121,5 @@ class FilterModule(object):
             "systemd_exec_args": systemd_exec_args,
             "sglang_pinned_backend_evidence": sglang_pinned_backend_evidence,
             "nvidia_device_groups": nvidia_device_groups,
+            "sglang_multinode": sglang_multinode,
         }

@@ -204,11 +204,13 @@ def render_server_args(settings):
         (tokens, None = model default), ``enable_metrics`` (bool), ``attention_backend``, ``fp4_gemm_backend``,
         ``moe_runner_backend``, ``kv_cache_dtype``, ``api_key_env`` (name of the environment variable holding
         the API key, rendered as ``--api-key ${NAME}``; None = no key), ``extra_args`` (list of tokens appended
-        verbatim, e.g. ``preflight_service_args``).
+        verbatim, e.g. ``preflight_service_args``), and for a server over several hosts ``nnodes`` (rendered only
+        when > 1), ``node_rank`` (0..nnodes-1) and ``dist_init_addr`` (rank 0's ``host:port``).
         Empty strings and None mean "not rendered".
     :returns: list of str.
     :raises FlagError: on a missing model path, a port outside 1-65535, a TP size < 1, a fraction outside (0, 1),
-        a secret flag with a literal value in ``extra_args``, or a flag rendered twice.
+        a secret flag with a literal value in ``extra_args``, a flag rendered twice, or ``nnodes`` > 1 without
+        ``dist_init_addr`` / with a rank outside 0..nnodes-1.
     """
     model_path = settings.get("model_path")
     if not model_path:
@@ -243,6 +245,17 @@ def render_server_args(settings):
         if int(context_length) < 1:
             raise FlagError("--context-length must be >= 1", flag="--context-length", value=context_length)
         add("--context-length", int(context_length))
+    nnodes = int(settings.get("nnodes") or 1)
+    if nnodes > 1:
+        # one server over several hosts (module_utils/_multinode.plan_multinode checked ranks, TP and the address)
+        if not settings.get("dist_init_addr"):
+            raise FlagError("--nnodes %d needs --dist-init-addr (rank 0's host:port)" % nnodes, flag="--dist-init-addr")
+        rank = int(settings.get("node_rank") or 0)
+        if not 0 <= rank < nnodes:
+            raise FlagError("--node-rank %d is outside 0..%d" % (rank, nnodes - 1), flag="--node-rank", value=rank)
+        add("--nnodes", nnodes)
+        add("--node-rank", rank)
+        add("--dist-init-addr", settings.get("dist_init_addr"))
     add("--attention-backend", settings.get("attention_backend"))
     add("--fp4-gemm-backend", settings.get("fp4_gemm_backend"))
     add("--moe-runner-backend", settings.get("moe_runner_backend"))
