@@ -49,6 +49,11 @@ timed() {  # timed <label> <inventory> -> seconds on stdout, log in $WORK
   echo $((end - start))
 }
 
+recap() {  # recap <label>: "ok=.. changed=.. failed=.." summed over the hosts of that run's PLAY RECAP lines
+  awk '/ : ok=/{for(i=1;i<=NF;i++){split($i,kv,"="); if(kv[1]~/^(ok|changed|failed)$/) s[kv[1]]+=kv[2]}}
+       END{printf "ok=%d changed=%d failed=%d", s["ok"], s["changed"], s["failed"]}' "$WORK/$1.log"
+}
+
 builds() { local n=$1 c=0; for i in $(seq 1 "$n"); do
   c=$((c + $(podman exec "bw-bench-$i" sh -c 'ls /var/log/blackwell-sglang/sgl-kernel-build-*.log 2>/dev/null | wc -l'))); done; echo $c; }
 
@@ -61,13 +66,15 @@ cat > "$OUT" <<MD
 # Fleet convergence benchmark, $(date -u +%Y-%m-%d)
 
 Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(. /etc/os-release; echo "$PRETTY_NAME"), podman $(podman --version | awk '{print $3}').
+Commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- roles playbooks plugins || echo ' (with uncommitted changes)').
 Playbook: playbooks/rollout.yml on fresh sandbox containers (pip CUDA wheels, wheelhouse torch, SGLang mirror),
 shared pip cache warm. Script: tests/bench/fleet_converge.sh.
 
-| run | hosts | wall time (s) | kernel builds | goal |
-|---|---|---|---|---|
-| first converge | 1 | $t1 | $b1 | |
-| first converge | 4 | $t4 | $b4 | <= 1.5 x $t1 = $((t1 * 3 / 2)) s, exactly 1 build: $( [ "$t4" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) / $( [ "$b4" -eq 1 ] && echo met || echo missed ) |
-| rerun (idempotent) | 4 | $tr | - | <= 10% of $t4 = $((t4 / 10)) s: $( [ "$tr" -le $((t4 / 10)) ] && echo met || echo missed ) |
+| run | hosts | wall time (s) | kernel builds | tasks (all plays, all hosts) | goal |
+|---|---|---|---|---|---|
+| first converge | 1 | $t1 | $b1 | $(recap one) | |
+| first converge | 4 | $t4 | $b4 | $(recap four) | <= 1.5 x $t1 = $((t1 * 3 / 2)) s, exactly 1 build: $( [ "$t4" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) / $( [ "$b4" -eq 1 ] && echo met || echo missed ) |
+| rerun (idempotent) | 4 | $tr | - | $(recap rerun) | <= 10% of $t4 = $((t4 / 10)) s: $( [ "$tr" -le $((t4 / 10)) ] && echo met || echo missed ) |
 MD
 cat "$OUT"
+echo "logs: $WORK"
