@@ -34,10 +34,19 @@ def test_canary_took_the_new_release():
 
 
 def test_failed_host_was_rolled_back():
-    # fleet-2 switched, failed its health check and returned to the release the other two started from
+    # fleet-2 switched, failed its health check and returned to the release the other two started from; the
+    # automatic rollback marked the failed release and removed `previous` (it would have named the failed release)
     h2, h3 = FLEET["fleet-2"], FLEET["fleet-3"]
     assert _link(h2, "/opt/sglang/current") == _link(h3, "/opt/sglang/current")
-    assert _link(h2, "/opt/sglang/previous") == _link(FLEET["fleet-1"], "/opt/sglang/current")
+    assert not h2.file("/opt/sglang/previous").exists
+    assert not h2.file("/opt/sglang/previous").is_symlink
+    failed = _link(FLEET["fleet-1"], "/opt/sglang/current")        # the new release (same id on every host)
+    marker = h2.file(failed + "/ROLLED_BACK")
+    assert marker.is_file and marker.mode == 0o644
+    record = json.loads(marker.content_string)
+    assert "Run the operator's health checks against the live release" in record["reason"], record
+    assert record["returned_to"] == os.path.basename(_link(h3, "/opt/sglang/current"))
+    assert not h2.file(_link(h2, "/opt/sglang/current") + "/ROLLED_BACK").exists
 
 
 def test_rollout_stopped_before_the_last_host():

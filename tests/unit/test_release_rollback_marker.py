@@ -1,0 +1,221 @@
+"""sglang_release `tasks_from: rollback` / `switch` through real ansible-playbook runs on localhost.
+
+An automatic rollback (sglang_release_rollback_reason set, as in the rescue of playbooks/rollout.yml) marks the
+release it leaves as failed and removes `previous`, so a later plain rollback cannot swap the host back onto the
+failed release; an operator rollback (no reason) still swaps `current` and `previous`; `switch` clears the marker.
+
+The release tree (releases/A, releases/B, current -> B, previous -> A) is built by hand under tmp_path and the role
+runs as the current user (sglang_release_owner/group), so no root is needed.
+"""
+
+import grp
+import json
+import os
+import pwd
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+MARKER = "ROLLED_BACK"
+
+PLAY = """
+- name: Run one entry point of sglang_release
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Run the entry point
+      ansible.builtin.include_role:
+        name: blackwell.sglang.sglang_release
+        tasks_from: "{{ entry_point }}"
+"""
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """<tmp>/sglang/releases/{A,B}, current -> B (the new release), previous -> A (the one before)."""
+    root = tmp_path / "sglang"
+    for rel in ("A", "B"):
+        (root / "releases" / rel).mkdir(parents=True)
+        (root / "releases" / rel / "release-key.json").write_text('{"id": "%s"}\n' % rel)
+    os.symlink(str(root / "releases" / "B"), str(root / "current"))
+    os.symlink(str(root / "releases" / "A"), str(root / "previous"))
+    return root
+
+
+def _target(root, link):
+    path = root / link
+    return os.path.basename(os.readlink(str(path))) if os.path.islink(str(path)) else None
+
+
+def _run(tmp_path, root, entry_point, play=PLAY, **extra):
+    """Run the entry point; return (rc, {task name: result}, stats, raw stdout)."""
+    if not os.path.exists(PLAYBOOK):
+        pytest.skip("ansible-playbook not installed next to this python")
+    pb = tmp_path / "play.yml"
+    pb.write_text(play)
+    # the json callback replaces ansible.cfg's callbacks_enabled too: no profile_tasks text in the JSON
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), LC_ALL="C.UTF-8",
+               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json",
+               ANSIBLE_NOCOLOR="1")
+    vars_ = dict(extra, entry_point=entry_point, ansible_python_interpreter=sys.executable,
+                 sglang_release_root=str(root),
+                 sglang_release_owner=pwd.getpwuid(os.getuid()).pw_name,
+                 sglang_release_group=grp.getgrgid(os.getgid()).gr_name)
+    proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(pb), "-e", json.dumps(vars_)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    try:
+        out = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("no JSON from ansible-playbook (rc %d):\n%s\n%s"
+                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
+    tasks = {}
+    for task in out["plays"][0]["tasks"]:
+        name = task["task"]["name"].split(" : ", 1)[-1]
+        tasks[name] = task["hosts"]["localhost"]
+    return proc.returncode, tasks, out["stats"]["localhost"], proc.stdout
+
+
+def _failure(tasks):
+    failed = [res for res in tasks.values() if res.get("failed")]
+    assert len(failed) == 1, tasks
+    return failed[0]["msg"]
+
+
+def _auto_rollback(tmp_path, root):
+    return _run(tmp_path, root, "rollback", sglang_release_rollback_reason="rollout: Run the health checks: exit 1")
+
+
+def test_automatic_rollback_marks_the_failed_release_and_removes_previous(tmp_path, tree):
+    rc, tasks, stats, _ = _auto_rollback(tmp_path, tree)
+    assert rc == 0, tasks
+    assert _target(tree, "current") == "A"
+    assert not os.path.lexists(str(tree / "previous"))
+    marker = tree / "releases" / "B" / MARKER
+    data = json.loads(marker.read_text())
+    assert data["reason"] == "rollout: Run the health checks: exit 1"
+    assert data["release"] == "B" and data["returned_to"] == "A" and data["host"] == "localhost"
+    assert data["rolled_back_at"].endswith("Z") and data["rolled_back_at"][:2] == "20"
+    assert oct(marker.stat().st_mode & 0o777) == "0o644"
+    assert not (tree / "releases" / "A" / MARKER).exists()
+    assert tasks["Mark the release rolled back from as failed (automatic rollback)"]["changed"] is True
+    assert tasks["Keep the release rolled back from as `previous` (operator rollback)"].get("skipped") is True
+    assert stats["failures"] == 0
+
+
+def test_plain_rollback_after_an_automatic_one_refuses_and_changes_nothing(tmp_path, tree):
+    assert _auto_rollback(tmp_path, tree)[0] == 0
+    before = (tree / "releases" / "B" / MARKER).read_text()
+    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback")
+    assert rc != 0
+    msg = _failure(tasks)
+    assert "nothing to roll back to on localhost" in msg
+    assert "-e sglang_release_rollback_to=<release id>" in msg
+    assert "%s/releases/" % tree in msg
+    assert stats["changed"] == 0
+    assert _target(tree, "current") == "A"
+    assert not os.path.lexists(str(tree / "previous"))
+    assert (tree / "releases" / "B" / MARKER).read_text() == before
+
+
+def test_rollback_to_the_failed_release_needs_allow_failed(tmp_path, tree):
+    assert _auto_rollback(tmp_path, tree)[0] == 0
+    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback", sglang_release_rollback_to="B")
+    assert rc != 0
+    msg = _failure(tasks)
+    assert "refusing to roll localhost back to release B" in msg
+    assert "reason: rollout: Run the health checks: exit 1" in msg
+    assert "sglang_release_rollback_allow_failed=true" in msg
+    assert stats["changed"] == 0
+    assert _target(tree, "current") == "A"
+
+    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback", sglang_release_rollback_to="B",
+                               sglang_release_rollback_allow_failed=True)
+    assert rc == 0, tasks
+    assert _target(tree, "current") == "B"
+    assert _target(tree, "previous") == "A"      # an operator rollback: the release left becomes `previous`
+    assert (tree / "releases" / "B" / MARKER).exists()   # still marked: only a switch after a passed probe clears it
+
+
+def test_hand_written_marker_is_shown_as_the_reason(tmp_path, tree):
+    (tree / "releases" / "A" / MARKER).write_text("bad build, do not use\n")
+    rc, tasks, dummy_stats, _ = _run(tmp_path, tree, "rollback")
+    assert rc != 0
+    assert "(reason: bad build, do not use)" in _failure(tasks)
+    assert _target(tree, "current") == "B" and _target(tree, "previous") == "A"
+
+
+def test_operator_rollback_swaps_current_and_previous(tmp_path, tree):
+    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback")
+    assert rc == 0, tasks
+    assert (_target(tree, "current"), _target(tree, "previous")) == ("A", "B")
+    assert not (tree / "releases" / "B" / MARKER).exists()
+    assert stats["changed"] == 2                  # current and previous
+    rc, tasks, dummy_stats, _ = _run(tmp_path, tree, "rollback")
+    assert rc == 0, tasks
+    assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")   # twice: back where it was
+
+
+def test_switch_clears_the_marker_once(tmp_path, tree):
+    assert _auto_rollback(tmp_path, tree)[0] == 0
+    release_b = str(tree / "releases" / "B")
+    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)
+    assert rc == 0, tasks
+    assert tasks["Remove the failed-rollout marker from the release made live"]["changed"] is True
+    assert not (tree / "releases" / "B" / MARKER).exists()
+    assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")
+    assert stats["changed"] > 0
+
+    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)
+    assert rc == 0, tasks
+    assert tasks["Remove the failed-rollout marker from the release made live"]["changed"] is False
+    assert stats["changed"] == 0
+
+
+RESCUE_PLAY = """
+- name: A failing health gate and the rescue's rollback, as in playbooks/rollout.yml
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Upgrade this host
+      block:
+        - name: Run the operator's health checks against the live release
+          ansible.builtin.command:
+            argv: "{{ item }}"
+          loop: [["/bin/sh", "-c", "echo injected health failure >&2; exit 1"]]
+          changed_when: false
+      rescue:
+        - name: Roll this host back to its previous release
+          ansible.builtin.include_role:
+            name: blackwell.sglang.sglang_release
+            tasks_from: rollback
+          vars:
+            sglang_release_rollback_reason: %s
+"""
+
+
+def _rollout_reason_template():
+    """The reason template of the rescue in playbooks/rollout.yml (so the test follows the real playbook)."""
+    with open(os.path.join(ROOT, "playbooks", "rollout.yml")) as fh:
+        plays = yaml.safe_load(fh)
+    rescue = plays[2]["tasks"][0]["rescue"]
+    task = [t for t in rescue if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "rollback"]
+    assert len(task) == 1, rescue
+    return task[0]["vars"]["sglang_release_rollback_reason"]
+
+
+def test_rollout_rescue_records_the_failed_task_and_message(tmp_path, tree):
+    play = RESCUE_PLAY % json.dumps(_rollout_reason_template())
+    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback", play=play)
+    assert rc == 0, tasks
+    assert stats["rescued"] == 1
+    reason = json.loads((tree / "releases" / "B" / MARKER).read_text())["reason"]
+    assert reason.startswith("rollout: Run the operator's health checks against the live release: "), reason
+    assert "One or more items failed" in reason and len(reason) <= 300
+    assert _target(tree, "current") == "A" and not os.path.lexists(str(tree / "previous"))
