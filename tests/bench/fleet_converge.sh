@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fleet convergence benchmark (a measurement, not a test): converge 1 sandbox host, then 4, with
-# playbooks/rollout.yml, then rerun on the 4 (idempotent). Writes a Markdown table to docs/benchmarks/fleet-<date>.md.
+# playbooks/rollout.yml, then rerun on the 4 (idempotent), then a 5th host that joins later (--limit, wheel from the
+# controller artifact cache). Writes a Markdown table to docs/benchmarks/fleet-<date>.md.
 # Goals (issue 7): 4 hosts in <= 1.5x the time of 1 with exactly one kernel build; rerun <= 10% of the first converge.
 #
 #   bash tests/bench/fleet_converge.sh            # needs `make deps image mirror` first; about 20-40 min on 2 cores
@@ -25,25 +26,26 @@ inventory() {  # inventory <n>: n sandbox containers bw-bench-1..n
   echo "$f"
 }
 
-up() {  # up <n>: fresh containers
-  for i in $(seq 1 "$1"); do
+up() {  # up <n> [first]: fresh containers bw-bench-<first>..<n>
+  for i in $(seq "${2:-1}" "$1"); do
     podman rm -f "bw-bench-$i" >/dev/null 2>&1 || true
     podman run -d --name "bw-bench-$i" --hostname "bench-$i" --systemd=always --pull=never \
       --ulimit nofile=1024:20000 --ulimit nproc=4096:4096 \
       -v "$ROOT/.cache/wheelhouse:/opt/wheels:ro" -v "$ROOT/.cache/pip:/root/.cache/pip" \
       -v "$ROOT/.cache/mirror:/srv/mirror:ro" localhost/blackwell-sandbox:bookworm /sbin/init >/dev/null
   done
-  for i in $(seq 1 "$1"); do
+  for i in $(seq "${2:-1}" "$1"); do
     timeout 120 bash -c "until podman exec bw-bench-$i systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 2; done"
   done
 }
 
 down() { for i in $(seq 1 "$1"); do podman rm -f "bw-bench-$i" >/dev/null 2>&1 || true; done; }
 
-timed() {  # timed <label> <inventory> -> seconds on stdout, log in $WORK
+timed() {  # timed <label> <inventory> [ansible-playbook args] -> seconds on stdout, log in $WORK
   local label=$1 inv=$2 start end
+  shift 2
   start=$(date +%s)
-  (cd "$WORK" && timeout 5400 "$ANSIBLE_PLAYBOOK" -i "$inv" "$ROOT/playbooks/rollout.yml" > "$WORK/$label.log" 2>&1) \
+  (cd "$WORK" && timeout 5400 "$ANSIBLE_PLAYBOOK" -i "$inv" "$ROOT/playbooks/rollout.yml" "$@" > "$WORK/$label.log" 2>&1) \
     || { echo "rollout failed for $label, see $WORK/$label.log" >&2; tail -30 "$WORK/$label.log" >&2; exit 1; }
   end=$(date +%s)
   echo $((end - start))
@@ -54,13 +56,16 @@ recap() {  # recap <label>: "ok=.. changed=.. failed=.." summed over the hosts o
        END{printf "ok=%d changed=%d failed=%d", s["ok"], s["changed"], s["failed"]}' "$WORK/$1.log"
 }
 
-builds() { local n=$1 c=0; for i in $(seq 1 "$n"); do
+builds() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
   c=$((c + $(podman exec "bw-bench-$i" sh -c 'ls /var/log/blackwell-sglang/sgl-kernel-build-*.log 2>/dev/null | wc -l'))); done; echo $c; }
 
 echo "== 1 host"; up 1; t1=$(timed one "$(inventory 1)"); b1=$(builds 1); down 1
 rm -rf "$BLACKWELL_ARTIFACT_CACHE"   # the 4-host run must build its own wheel once
 echo "== 4 hosts"; up 4; t4=$(timed four "$(inventory 4)"); b4=$(builds 4)
-echo "== 4 hosts, rerun"; tr=$(timed rerun "$WORK/inv-4.yml"); down 4
+echo "== 4 hosts, rerun"; tr=$(timed rerun "$WORK/inv-4.yml")
+# a host that joins later: the inventory grows to 5, only the new host is converged (--limit), from the cache
+echo "== host 5 joins (--limit bench-5)"; up 5 5; tj=$(timed join "$(inventory 5)" --limit bench-5); bj=$(builds 5 5)
+down 5
 
 cat > "$OUT" <<MD
 # Fleet convergence benchmark, $(date -u +%Y-%m-%d)
@@ -75,6 +80,7 @@ shared pip cache warm. Script: tests/bench/fleet_converge.sh.
 | first converge | 1 | $t1 | $b1 | $(recap one) | |
 | first converge | 4 | $t4 | $b4 | $(recap four) | <= 1.5 x $t1 = $((t1 * 3 / 2)) s, exactly 1 build: $( [ "$t4" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) / $( [ "$b4" -eq 1 ] && echo met || echo missed ) |
 | rerun (idempotent) | 4 | $tr | - | $(recap rerun) | <= 10% of $t4 = $((t4 / 10)) s: $( [ "$tr" -le $((t4 / 10)) ] && echo met || echo missed ) |
+| 5th host joins (\`--limit bench-5\`, wheel from the artifact cache) | 1 | $tj | $bj | $(recap join) | 0 builds: $( [ "$bj" -eq 0 ] && echo met || echo missed ) |
 MD
 cat "$OUT"
 echo "logs: $WORK"
