@@ -106,7 +106,8 @@ def plan_multinode(members, host, tp_size, ranks=None, addresses=None, batch=Non
         missing = [m for m in ordered if m not in set(batch)]
         if missing:
             raise MultinodeError("%s not in this play batch; a multi-node server is converged and restarted as one "
-                                 "(drop --limit to a subset, and keep the group inside one rollout batch)"
+                                 "(drop --limit to a subset, and keep the group inside one batch: sglang_rollout_serial, "
+                                 "sglang_rollback_serial)"
                                  % ", ".join(missing))
 
     ids = {m: v for m, v in (release_ids or {}).items() if m in set(members) and v not in (None, "")}

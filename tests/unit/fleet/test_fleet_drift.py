@@ -2,6 +2,7 @@
 
 import copy
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fleet as fleet_utils
 from ansible_collections.blackwell.sglang.plugins.module_utils._fleet import drift_report, fleet_drift, host_drift
 
 BASE = {
@@ -69,3 +70,37 @@ def test_host_in_sync_reports_nothing():
     assert host_drift("gpu-1", BASE, live) == []
     report = drift_report(fleet(), {"gpu-1": live})
     assert report["drift"] is False
+
+
+UNIT = """[Service]
+ExecStart=/opt/sglang/current/venv/bin/python -m sglang.launch_server \\
+    --model-path /srv/models/qwen \\
+    --tp-size 16 \\
+    --nnodes 2 \\
+    --node-rank %s \\
+    --dist-init-addr %s \\
+    --kv-cache-dtype bf16
+"""
+
+
+def test_ranks_of_one_server_hash_alike_and_real_unit_changes_do_not():
+    rank0 = fleet_utils.unit_fleet_sha256(UNIT % ("0", "10.0.0.11:50000"))
+    rank1 = fleet_utils.unit_fleet_sha256(UNIT % ("1", "10.0.0.11:50000"))
+    other_pair = fleet_utils.unit_fleet_sha256(UNIT % ("1", "[fd00::21]:50000"))
+    assert rank0 == rank1 == other_pair and len(rank0) == 64
+    assert fleet_utils.unit_fleet_sha256((UNIT % ("0", "a:1")).replace("bf16", "fp8_e4m3")) != rank0
+    assert fleet_utils.unit_fleet_sha256("--node-rank=1 --x") == fleet_utils.unit_fleet_sha256("--node-rank=0 --x")
+    assert fleet_utils.unit_fleet_sha256(None) is None
+
+
+def test_audit_compares_the_fleet_hash_not_the_file_hash():
+    a = dict(BASE, unit={"path": "/u", "sha256": "1" * 64, "fleet_sha256": "f" * 64})
+    b = dict(BASE, unit={"path": "/u", "sha256": "2" * 64, "fleet_sha256": "f" * 64})      # rank 1 of the pair
+    c = dict(BASE, unit={"path": "/u", "sha256": "3" * 64, "fleet_sha256": "f" * 64})
+    assert fleet_utils.fleet_drift({"gpu-a": a, "gpu-b": b, "gpu-c": c}) == []
+    edited = dict(BASE, unit={"path": "/u", "sha256": "4" * 64, "fleet_sha256": "0" * 64})
+    drift = fleet_utils.fleet_drift({"gpu-a": a, "gpu-b": b, "gpu-c": edited})
+    assert [(d["host"], d["field"]) for d in drift] == [("gpu-c", "unit sha256")]
+    # manifests from before fleet_sha256: the file hash is compared, as it was
+    old = fleet_utils.fleet_drift({"h1": BASE, "h2": dict(BASE, unit={"path": "/u", "sha256": "9" * 64})})
+    assert [d["field"] for d in old] == ["unit sha256"]

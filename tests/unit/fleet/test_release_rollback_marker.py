@@ -16,7 +16,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 
 from conftest import ROOT
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
@@ -177,45 +176,3 @@ def test_switch_clears_the_marker_once(tmp_path, tree):
     assert rc == 0, tasks
     assert tasks["Remove the failed-rollout marker from the release made live"]["changed"] is False
     assert stats["changed"] == 0
-
-
-RESCUE_PLAY = """
-- name: A failing health gate and the rescue's rollback, as in playbooks/rollout.yml
-  hosts: localhost
-  gather_facts: false
-  tasks:
-    - name: Upgrade this host
-      block:
-        - name: Run the operator's health checks against the live release
-          ansible.builtin.command:
-            argv: "{{ item }}"
-          loop: [["/bin/sh", "-c", "echo injected health failure >&2; exit 1"]]
-          changed_when: false
-      rescue:
-        - name: Roll this host back to its previous release
-          ansible.builtin.include_role:
-            name: blackwell.sglang.sglang_release
-            tasks_from: rollback
-          vars: %s
-"""
-
-
-def _rollout_reason_template():
-    """The reason template of the rescue in playbooks/rollout.yml (so the test follows the real playbook)."""
-    with open(os.path.join(ROOT, "playbooks", "rollout.yml")) as fh:
-        plays = yaml.safe_load(fh)
-    rescue = plays[2]["tasks"][0]["rescue"]
-    task = [t for t in rescue if t.get("ansible.builtin.include_role", {}).get("tasks_from") == "rollback"]
-    assert len(task) == 1, rescue
-    return task[0]["vars"]
-
-
-def test_rollout_rescue_records_the_failed_task_and_message(tmp_path, tree):
-    play = RESCUE_PLAY % json.dumps(_rollout_reason_template())
-    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback", play=play)
-    assert rc == 0, tasks
-    assert stats["rescued"] == 1
-    reason = json.loads((tree / "releases" / "B" / MARKER).read_text())["reason"]
-    assert reason.startswith("rollout: Run the operator's health checks against the live release: "), reason
-    assert "One or more items failed: injected health failure" in reason and len(reason) <= 300
-    assert _target(tree, "current") == "A" and not os.path.lexists(str(tree / "previous"))
