@@ -81,11 +81,13 @@ def sglang_pinned_backend_evidence(probe_result, flag, value):
         raise AnsibleFilterError("sglang_service: %s" % exc)
 
 
-def nvidia_device_groups(proc_devices):
+def nvidia_device_groups(proc_devices, prefix="nvidia"):
     """Names of NVIDIA character-device groups in ``/proc/devices`` text (for ``DeviceAllow=char-<name>``).
 
     Drivers name major 195 ``nvidia-frontend`` (older) or ``nvidia`` (current); ``nvidia-uvm``, ``nvidia-caps``,
     ``nvidia-nvlink``, ``nvidia-caps-imex-channels`` appear as their modules load (ansible-practice 6.1).
+    With ``prefix="infiniband"`` the RDMA groups instead: ``infiniband_verbs`` (``/dev/infiniband/uverbs*``) and
+    ``infiniband_mad`` (``umad*``/``issm*``), which NCCL's IB/RoCE transport opens on a multi-node server.
     """
     groups = []
     in_char = False
@@ -97,7 +99,7 @@ def nvidia_device_groups(proc_devices):
             in_char = False
             continue
         parts = line.split()
-        if in_char and len(parts) == 2 and parts[1].startswith("nvidia") and parts[1] not in groups:
+        if in_char and len(parts) == 2 and parts[1].startswith(prefix) and parts[1] not in groups:
             groups.append(parts[1])
     return groups
 

@@ -197,3 +197,44 @@ def test_role_uses_per_host_ranks_and_refuses_a_missing_group(tmp_path):
                   {"sglang_service_multinode_group": "paIr", "sglang_service_tp_size": 16}, limit="pair")
     assert res.returncode != 0
     assert "has no such group" in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
+    """The real unit template, rendered by ansible's template module with the role's defaults: a closed device
+    policy on a multi-node rank also allows the InfiniBand verbs groups and rdma_cm; a single node does not."""
+    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
+    if not exe.exists():
+        pytest.skip("ansible-playbook is not next to this Python")
+    role = os.path.join(ROOT, "roles", "sglang_service")
+    facts = {
+        "sglang_service_model_path": "/srv/models/qwen",
+        "sglang_service__argv": ["--model-path", "/srv/models/qwen", "--nnodes", "2", "--node-rank", "1"],
+        "sglang_service__backends": {"source": "probe"}, "sglang_service__kv": {"dtype": "bf16", "reason": "test"},
+        "sglang_service__parser": {"revision": "0.5.9"}, "sglang_service__device_closed": True,
+        "sglang_service__nvidia_groups": ["nvidia", "nvidia-uvm"], "sglang_service__persistenced": False,
+        "sglang_service__nvidia_modprobe": False,
+    }
+    units = {}
+    for name, rdma in (("rank", True), ("single", False)):
+        extra = dict(facts, sglang_service__rdma_groups=["infiniband_verbs"] if rdma else [],
+                     sglang_service__rdma_paths=["/dev/infiniband/rdma_cm"] if rdma else [])
+        play = [{"name": "render", "hosts": "localhost", "connection": "local", "gather_facts": False,
+                 "vars_files": [os.path.join(role, "defaults", "main.yml")],
+                 "tasks": [{"name": "render the unit", "ansible.builtin.template": {
+                     "src": os.path.join(role, "templates", "sglang.service.j2"),
+                     "dest": str(tmp_path / ("%s.service" % name)), "mode": "0644"}}]}]
+        (tmp_path / "render.yml").write_text(yaml.safe_dump(play))
+        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_FACT_CACHING="memory")
+        res = subprocess.run([str(exe), "-i", "localhost,", str(tmp_path / "render.yml"), "-e", json.dumps(extra),
+                              "-e", "ansible_python_interpreter=" + sys.executable],
+                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=240, check=False)
+        assert res.returncode == 0, res.stdout + res.stderr
+        units[name] = (tmp_path / ("%s.service" % name)).read_text()
+    assert "DevicePolicy=closed" in units["rank"]
+    assert "DeviceAllow=char-infiniband_verbs rw" in units["rank"]
+    assert "DeviceAllow=/dev/infiniband/rdma_cm rw" in units["rank"]
+    assert "DeviceAllow=char-nvidia-uvm rw" in units["rank"]
+    assert "infiniband" not in units["single"] and "DeviceAllow=char-nvidia rw" in units["single"]
+    assert "--node-rank 1" in units["rank"]

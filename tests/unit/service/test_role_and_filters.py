@@ -57,6 +57,13 @@ def test_nvidia_device_groups_from_proc_devices():
     assert flt.nvidia_device_groups("Character devices:\n  1 mem\n") == []
 
 
+def test_rdma_device_groups_from_proc_devices():
+    text = ("Character devices:\n195 nvidia\n231 infiniband_verbs\n231 infiniband_mad\n 10 misc\n\n"
+            "Block devices:\n  8 sd\n")
+    assert flt.nvidia_device_groups(text, prefix="infiniband") == ["infiniband_verbs", "infiniband_mad"]
+    assert flt.nvidia_device_groups(text) == ["nvidia"]
+
+
 def test_pinned_backend_evidence_uses_probe_result_shape():
     probe = {"device": {"name": "RTX PRO 6000", "compute_capability": "12.0"},
              "backends": {"gemm/flashinfer_cutlass": {"kind": "gemm", "sglang": "flashinfer_cutlass",
