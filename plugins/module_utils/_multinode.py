@@ -43,6 +43,33 @@ def _format_host_port(address, port):
     return "%s:%d" % (address, port)
 
 
+def _split_host_port(value):
+    """``(host, port)`` of ``host:port`` / ``[v6]:port``; raises MultinodeError on a missing or bad port."""
+    value = str(value).strip()
+    if value.startswith("["):
+        host, _sep, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _sep, port = value.rpartition(":")
+        if ":" in host:                               # a bare IPv6 literal: SGLang wants it in brackets
+            raise MultinodeError("dist_init_addr %r: write an IPv6 address as [addr]:port" % value)
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise MultinodeError("dist_init_addr %r needs host:port with a port in 1-65535" % value)
+    return host, int(port)
+
+
+def _is_local_only(host):
+    """True for addresses other machines cannot reach: loopback, unspecified, ``localhost`` names."""
+    name = str(host).strip().strip("[]").lower()
+    if name == "localhost" or name.startswith("localhost.") or name.endswith(".localhost"):
+        return True
+    try:
+        addr = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return addr.is_loopback or addr.is_unspecified
+
+
 def plan_multinode(members, host, tp_size, ranks=None, addresses=None, batch=None, release_ids=None,
                    dist_init_addr="", dist_init_port=50000):
     """The multi-node settings of ``host`` in the server formed by ``members``.
@@ -120,15 +147,15 @@ def plan_multinode(members, host, tp_size, ranks=None, addresses=None, batch=Non
         raise MultinodeError("dist_init_port %d is outside 1-65535" % port)
     leader = ordered[0]
     if dist_init_addr:
-        addr = str(dist_init_addr)
-        if ":" not in addr.strip("[]") and not addr.startswith("["):
-            raise MultinodeError("dist_init_addr %r needs a port (host:port)" % addr)
+        addr = str(dist_init_addr).strip()
+        host_part, _port = _split_host_port(addr)
     else:
-        leader_address = (addresses or {}).get(leader) or leader
-        if str(leader_address) in ("127.0.0.1", "localhost", "::1"):
-            raise MultinodeError("rank 0 (%s) has the loopback address %s; the other nodes cannot reach it. Set "
-                                 "its ansible_host or sglang_service_dist_init_addr" % (leader, leader_address))
-        addr = _format_host_port(leader_address, port)
+        host_part = (addresses or {}).get(leader) or leader
+        addr = _format_host_port(host_part, port)
+    if _is_local_only(host_part):
+        raise MultinodeError("--dist-init-addr %s is only reachable on rank 0 (%s) itself; the other nodes cannot "
+                             "connect. Set rank 0's ansible_host or sglang_service_dist_init_addr to an address "
+                             "they reach" % (addr, leader))
 
     return {"enabled": True, "nnodes": nnodes, "node_rank": ordered.index(host), "leader": leader,
             "dist_init_addr": addr, "tp_per_node": tp_size // nnodes, "members": ordered}

@@ -162,17 +162,26 @@ def test_operator_rollback_swaps_current_and_previous(tmp_path, tree):
     assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")   # twice: back where it was
 
 
-def test_switch_clears_the_marker_once(tmp_path, tree):
+def test_switch_refuses_a_marked_release_until_allowed_then_clears_the_marker(tmp_path, tree):
     assert _auto_rollback(tmp_path, tree)[0] == 0
     release_b = str(tree / "releases" / "B")
     rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)
+    assert rc != 0
+    msg = _failure(tasks)
+    assert "refusing to make release B live" in msg and "rollout: Run the health checks: exit 1" in msg, msg
+    assert "sglang_release_rollback_allow_failed=true" in msg
+    assert stats["changed"] == 0 and _target(tree, "current") == "A"
+    assert (tree / "releases" / "B" / MARKER).exists()
+
+    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b,
+                               sglang_release_rollback_allow_failed=True)
     assert rc == 0, tasks
-    assert tasks["Remove the failed-rollout marker from the release made live"]["changed"] is True
+    done = "Remove the failed-rollout marker from the release made live (allowed again)"
+    assert tasks[done]["changed"] is True
     assert not (tree / "releases" / "B" / MARKER).exists()
     assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")
-    assert stats["changed"] > 0
 
-    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)
+    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)   # unmarked: no change
     assert rc == 0, tasks
-    assert tasks["Remove the failed-rollout marker from the release made live"]["changed"] is False
+    assert tasks[done]["changed"] is False
     assert stats["changed"] == 0

@@ -58,8 +58,18 @@ def test_ipv6_leader_is_bracketed():
     ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "batch": ["gpu-a"]}, "gpu-b not in this play batch"),
     ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "release_ids": {"gpu-a": "r1", "gpu-b": "r2"}},
      "different releases"),
-    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "addresses": {"gpu-a": "127.0.0.1"}}, "loopback"),
-    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "gpu-a"}, "needs a port"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "addresses": {"gpu-a": "127.0.0.1"}}, "only reachable"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "gpu-a"}, "needs host:port"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "10.0.0.1:notaport"}, "needs host:port"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "10.0.0.1:99999"}, "needs host:port"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "[fd00::1]"}, "needs host:port"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "fd00::1:5000"}, "write an IPv6 address as"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_addr": "127.0.0.1:5000"}, "only reachable"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "addresses": {"gpu-a": "127.0.1.1"}}, "only reachable"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "addresses": {"gpu-a": "LOCALHOST"}}, "only reachable"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "addresses": {"gpu-a": "0.0.0.0"}}, "only reachable"),
+    ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "addresses": {"gpu-a": "localhost.localdomain"}},
+     "only reachable"),
     ({"members": PAIR, "host": "gpu-a", "tp_size": 16, "dist_init_port": 70000}, "outside 1-65535"),
 ])
 def test_bad_groups_fail_with_the_member_named(kwargs, needle):
@@ -68,6 +78,11 @@ def test_bad_groups_fail_with_the_member_named(kwargs, needle):
         return
     with pytest.raises(mn.MultinodeError, match=needle):
         mn.plan_multinode(**kwargs)
+
+
+def test_explicit_addresses_are_kept_as_written():
+    for addr in ("gpu-a.ib.example:29500", "[fd00::11]:50000", "10.1.0.11:50000"):
+        assert mn.plan_multinode(PAIR, "gpu-b", 16, dist_init_addr=addr)["dist_init_addr"] == addr
 
 
 def test_release_ids_only_compare_defined_values():
