@@ -92,7 +92,7 @@ def _auto_rollback(tmp_path, root):
 
 
 def test_automatic_rollback_marks_the_failed_release_and_removes_previous(tmp_path, tree):
-    rc, tasks, stats, _ = _auto_rollback(tmp_path, tree)
+    rc, tasks, stats, _stdout = _auto_rollback(tmp_path, tree)
     assert rc == 0, tasks
     assert _target(tree, "current") == "A"
     assert not os.path.lexists(str(tree / "previous"))
@@ -111,7 +111,7 @@ def test_automatic_rollback_marks_the_failed_release_and_removes_previous(tmp_pa
 def test_plain_rollback_after_an_automatic_one_refuses_and_changes_nothing(tmp_path, tree):
     assert _auto_rollback(tmp_path, tree)[0] == 0
     before = (tree / "releases" / "B" / MARKER).read_text()
-    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback")
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "rollback")
     assert rc != 0
     msg = _failure(tasks)
     assert "nothing to roll back to on localhost" in msg
@@ -125,7 +125,7 @@ def test_plain_rollback_after_an_automatic_one_refuses_and_changes_nothing(tmp_p
 
 def test_rollback_to_the_failed_release_needs_allow_failed(tmp_path, tree):
     assert _auto_rollback(tmp_path, tree)[0] == 0
-    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback", sglang_release_rollback_to="B")
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "rollback", sglang_release_rollback_to="B")
     assert rc != 0
     msg = _failure(tasks)
     assert "refusing to roll localhost back to release B" in msg
@@ -134,8 +134,8 @@ def test_rollback_to_the_failed_release_needs_allow_failed(tmp_path, tree):
     assert stats["changed"] == 0
     assert _target(tree, "current") == "A"
 
-    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback", sglang_release_rollback_to="B",
-                               sglang_release_rollback_allow_failed=True)
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "rollback", sglang_release_rollback_to="B",
+                                     sglang_release_rollback_allow_failed=True)
     assert rc == 0, tasks
     assert _target(tree, "current") == "B"
     assert _target(tree, "previous") == "A"      # an operator rollback: the release left becomes `previous`
@@ -145,19 +145,19 @@ def test_rollback_to_the_failed_release_needs_allow_failed(tmp_path, tree):
 
 def test_hand_written_marker_is_shown_as_the_reason(tmp_path, tree):
     (tree / "releases" / "A" / MARKER).write_text("bad build, do not use\n")
-    rc, tasks, dummy_stats, _ = _run(tmp_path, tree, "rollback")
+    rc, tasks, dummy_stats, _stdout = _run(tmp_path, tree, "rollback")
     assert rc != 0
     assert "(reason: bad build, do not use)" in _failure(tasks)
     assert _target(tree, "current") == "B" and _target(tree, "previous") == "A"
 
 
 def test_operator_rollback_swaps_current_and_previous(tmp_path, tree):
-    rc, tasks, stats, _ = _run(tmp_path, tree, "rollback")
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "rollback")
     assert rc == 0, tasks
     assert (_target(tree, "current"), _target(tree, "previous")) == ("A", "B")
     assert not (tree / "releases" / "B" / MARKER).exists()
     assert stats["changed"] == 2                  # current and previous
-    rc, tasks, dummy_stats, _ = _run(tmp_path, tree, "rollback")
+    rc, tasks, dummy_stats, _stdout = _run(tmp_path, tree, "rollback")
     assert rc == 0, tasks
     assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")   # twice: back where it was
 
@@ -165,7 +165,7 @@ def test_operator_rollback_swaps_current_and_previous(tmp_path, tree):
 def test_switch_refuses_a_marked_release_until_allowed_then_clears_the_marker(tmp_path, tree):
     assert _auto_rollback(tmp_path, tree)[0] == 0
     release_b = str(tree / "releases" / "B")
-    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)
     assert rc != 0
     msg = _failure(tasks)
     assert "refusing to make release B live" in msg and "rollout: Run the health checks: exit 1" in msg, msg
@@ -173,15 +173,15 @@ def test_switch_refuses_a_marked_release_until_allowed_then_clears_the_marker(tm
     assert stats["changed"] == 0 and _target(tree, "current") == "A"
     assert (tree / "releases" / "B" / MARKER).exists()
 
-    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b,
-                               sglang_release_rollback_allow_failed=True)
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "switch", sglang_release_dir=release_b,
+                                     sglang_release_rollback_allow_failed=True)
     assert rc == 0, tasks
     done = "Remove the failed-rollout marker from the release made live (allowed again)"
     assert tasks[done]["changed"] is True
     assert not (tree / "releases" / "B" / MARKER).exists()
     assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")
 
-    rc, tasks, stats, _ = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)   # unmarked: no change
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "switch", sglang_release_dir=release_b)   # unmarked: no change
     assert rc == 0, tasks
     assert tasks[done]["changed"] is False
     assert stats["changed"] == 0

@@ -193,4 +193,3 @@ def test_rollback_of_a_whole_multinode_server_in_one_batch(tmp_path):
         assert _link(roots[host], "current") == "old" and _link(roots[host], "previous") == "new", host
         assert _marker(roots[host]) is None
         assert service[host] == ["main restart=True"], service
-

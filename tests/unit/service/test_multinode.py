@@ -208,10 +208,12 @@ def test_role_uses_per_host_ranks_and_refuses_a_missing_group(tmp_path):
     assert plans["gpu-a"]["plan"]["node_rank"] == 1
     assert plans["gpu-a"]["plan"]["dist_init_addr"] == "10.0.0.12:50000"
 
-    res, _ = _run(tmp_path / "missing" if (tmp_path / "missing").mkdir() is None else tmp_path,
-                  {"sglang_service_multinode_group": "paIr", "sglang_service_tp_size": 16}, limit="pair")
+    (tmp_path / "missing").mkdir()
+    res, plans = _run(tmp_path / "missing", {"sglang_service_multinode_group": "paIr", "sglang_service_tp_size": 16},
+                      limit="pair")
     assert res.returncode != 0
     assert "has no such group" in res.stdout + res.stderr
+    assert plans == {}
 
 
 @pytest.mark.slow
