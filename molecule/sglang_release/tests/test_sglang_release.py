@@ -41,7 +41,7 @@ def test_manifest_of_the_live_release(host):
     assert manifest["probe"]["verdicts"] == {"gemm/flashinfer_cudnn": "pass", "gemm/flashinfer_trtllm": "unsupported"}
     # No timings and no timestamps: the manifest only changes when the host does.
     assert "wall_s" not in json.dumps(manifest)
-    assert manifest["unit"] == {"path": "/etc/systemd/system/sglang.service", "sha256": None}
+    assert manifest["unit"] == {"path": "/etc/systemd/system/sglang.service", "sha256": None, "fleet_sha256": None}
 
 
 def test_bad_input_changed_nothing(host):

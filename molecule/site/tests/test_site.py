@@ -119,6 +119,8 @@ def test_unit_runs_the_live_release(host, manifest):
     assert "--kv-cache-dtype" in text
     assert manifest["unit"]["path"] == UNIT
     assert host.check_output("sha256sum %s", UNIT).split()[0] == manifest["unit"]["sha256"]
+    # single node: nothing to mask, so the fleet hash is the file's own hash
+    assert manifest["unit"]["fleet_sha256"] == manifest["unit"]["sha256"]
 
 
 def test_service_enabled_not_started_without_gpu(host):
