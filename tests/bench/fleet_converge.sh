@@ -12,6 +12,10 @@ ANSIBLE_PLAYBOOK=${ANSIBLE_PLAYBOOK:-$ROOT/.venv/bin/ansible-playbook}
 WORK=$(mktemp -d /tmp/fleet-bench.XXXXXX)
 export BLACKWELL_ARTIFACT_CACHE=$WORK/artifacts
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
+# the shipped settings (forks, pipelining, fact cache, profile_tasks): the playbooks run from $WORK, where no
+# ansible.cfg would be found (the 2026-11-30 run lacked this line, see docs/benchmarks/fleet-20261130.md)
+export ANSIBLE_CONFIG=$ROOT/ansible.cfg
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts   # fresh containers each run: no facts from an earlier run
 OUT=${OUT_MD:-$ROOT/docs/benchmarks/fleet-$(date -u +%Y%m%d).md}
 mkdir -p "$(dirname "$OUT")"
 
