@@ -128,6 +128,13 @@ INVENTORY = {
 }
 
 
+def _ansible_env():
+    """ansible-playbook from this checkout: the repository's ansible.cfg and collection, no persistent fact cache."""
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
+                ANSIBLE_FACT_CACHING="memory")
+
+
 def _run(tmp_path, extra_vars, limit=None, inventory=None):
     exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
     if not exe.exists():
@@ -153,9 +160,7 @@ def _run(tmp_path, extra_vars, limit=None, inventory=None):
     }]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory or INVENTORY))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory")
+    env = _ansible_env()
     cmd = [str(exe), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"),
            "-e", json.dumps(extra_vars)]
     if limit:
@@ -242,8 +247,7 @@ def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
                      "src": os.path.join(role, "templates", "sglang.service.j2"),
                      "dest": str(tmp_path / ("%s.service" % name)), "mode": "0644"}}]}]
         (tmp_path / "render.yml").write_text(yaml.safe_dump(play))
-        env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                   ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_FACT_CACHING="memory")
+        env = _ansible_env()
         res = subprocess.run([str(exe), "-i", "localhost,", str(tmp_path / "render.yml"), "-e", json.dumps(extra),
                               "-e", "ansible_python_interpreter=" + sys.executable],
                              capture_output=True, text=True, cwd=ROOT, env=env, timeout=240, check=False)
