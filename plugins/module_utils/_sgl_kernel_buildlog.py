@@ -38,7 +38,54 @@ RULES = (
      re.compile(r"lib(cudart|nvrtc|cublas|cublasLt)\.so\.12(\s*=>\s*not found|: cannot open shared object file)"),
      "the wheel links CUDA 12 libraries on a CUDA 13 host",
      "build sgl-kernel from source against the CUDA 13 toolkit and the cu130 torch"),
+    # configure-time causes (the role's offline configure check, tasks/prepare_build.yml)
+    ("numa_missing", "-", re.compile(r"Could NOT find NUMA|NUMA_(INCLUDE_DIRS|LIBRARIES)[-_A-Z]*NOTFOUND"),
+     "mscclpp (fetched by kernel trees until 2026-07) needs libnuma: find_package(NUMA REQUIRED)",
+     "install libnuma-dev (Debian/Ubuntu; numactl-devel on RHEL): it is in sgl_kernel_sm120_system_packages"),
+    ("cuda_library_missing", "-",
+     re.compile(r"CUDA_(\w+)_LIBRARY.*NOTFOUND|Target \S+ links to:\s*$|CUDA::(cuda_driver|nvrtc|cublas\w*|cudart)\b.*not found"),
+     "a CUDA library the kernel links (nvrtc, cublas, the driver's libcuda.so) is not under CUDA_HOME",
+     "pip method: nvidia-cuda-nvrtc (and the unversioned lib*.so links cuda_toolchain adds); the driver provides "
+     "libcuda.so (install the NVIDIA driver, or a toolkit whose lib64/stubs/libcuda.so CMake can use)"),
+    ("fetchcontent_offline_missing", "-",
+     re.compile(r"FETCHCONTENT_FULLY_DISCONNECTED|Cannot find source file:|does not contain a CMakeLists\.txt|"
+                r"Could not resolve host: (github\.com|codeload\.github\.com)|Failed to connect to github\.com"),
+     "a FetchContent source is missing: the build tried to download it, or a staged tree lacks files",
+     "give sgl_kernel_sm120_source_cache every source that blackwell.sglang.sgl_kernel_sources lists"),
 )
+
+_CMAKE_ERROR = re.compile(r"^CMake Error\b")
+
+
+def first_cmake_error(text, max_lines=14):
+    """CMake's first error block (``CMake Error ...`` up to the next blank-line-separated message), as lines, followed
+    by the classified cause and remedy when one is known. ``[]`` when the text holds no CMake error."""
+    lines = (text or "").splitlines()
+    for i, line in enumerate(lines):
+        if _CMAKE_ERROR.match(line):
+            block = [line.rstrip()]
+            blanks = 0
+            for nxt in lines[i + 1:]:
+                if not nxt.strip():
+                    blanks += 1
+                    if blanks >= 2 or (block and block[-1] == ""):
+                        break
+                    block.append("")
+                    continue
+                if nxt.startswith("-- ") or _CMAKE_ERROR.match(nxt):
+                    break
+                block.append(nxt.rstrip())
+                if len(block) >= max_lines:
+                    break
+            while block and not block[-1]:
+                block.pop()
+            why = classify("\n".join(block))
+            if why["cause"] == "unknown":
+                why = classify(text)
+            tail = ["cause: %s: %s" % (why["cause"], why["message"]), "remedy: " + why["remedy"]] \
+                if why["cause"] != "unknown" else []
+            return ["first error: " + block[0]] + block[1:] + tail
+    return []
 
 
 def classify(text, rc=None, timed_out=False):

@@ -273,6 +273,21 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
         raise PatchError("sm120_only", f.rel, "-gencode=arch=compute_%s,code=%s in SGL_KERNEL_CUDA_FLAGS"
                          % (missing[0][3:], missing[0]),
                          "the tree does not compile for the target; refusing to drop the other gencodes")
+    # every other per-extension flag list (e.g. INFLLM_FLASH_CUDA_FLAGS from 2026-08) that also compiles for a
+    # target: its off-target gencodes go too (a list with no target gencode is left alone: see the includes below)
+    by_var = {}
+    for c in cmds:
+        w = c.words
+        if "-gencode" not in c.raw_args or not w:
+            continue
+        if c.name == "set" and w[0] != "SGL_KERNEL_CUDA_FLAGS":
+            by_var.setdefault(w[0], []).append(c)
+        elif (c.name == "list" and len(w) >= 2 and w[0].upper() in ("APPEND", "PREPEND")
+              and w[1] != "SGL_KERNEL_CUDA_FLAGS"):
+            by_var.setdefault(w[1], []).append(c)
+    for var_cmds in by_var.values():
+        if any(code in target_archs for code in cm.gencodes_in([c.raw_args for c in var_cmds])):
+            lists = lists + var_cmds
     edits = []
     dropped = []
     for c in lists:
@@ -322,6 +337,37 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
             option_added = True
         rep = "%s%sif(%s)\n%s%sendif()\n%s# <<< %s: sm120_only\n" % (head, ind, SM90_OPTION, inner, ind, ind, MARK)
         edits.append((ls, le, rep))
+    # included cmake/*.cmake extensions (FlashMLA) whose gencodes are all off-target: their kernels can never run on
+    # the target, so the include goes behind an OFF option (the Python side imports them softly: flash_mla.py)
+    skipped_ext = []
+    for c in cmds:
+        if c.name != "include" or not c.words or not c.words[0].endswith(".cmake"):
+            continue
+        inc = c.words[0].replace("${CMAKE_CURRENT_LIST_DIR}", "").replace("${CMAKE_CURRENT_SOURCE_DIR}", "").lstrip("/")
+        inc_path = os.path.join(os.path.dirname(f.path), inc)
+        if "${" in inc or not os.path.isfile(inc_path):
+            continue
+        stem = os.path.splitext(os.path.basename(inc))[0]
+        option = "SGL_KERNEL_BUILD_%s" % re.sub(r"[^A-Z0-9]", "_", stem.upper())
+        if any(option in _norm(cond) for cond in c.conditions):
+            continue
+        with open(inc_path, "rb") as fh:
+            inc_cmds = cm.scan(fh.read().decode("utf-8", "replace"))
+        codes = cm.gencodes_in([x.raw_args for x in inc_cmds if "-gencode" in x.raw_args])
+        if not codes or any(code in target_archs for code in codes):
+            continue
+        ls = cm.line_bounds(f.text, c.start, c.start)[0]
+        le = cm.line_bounds(f.text, c.end - 1, c.end)[1]
+        ind = cm.indent_at(f.text, c.start)
+        body = f.text[ls:le]
+        edits.append((ls, le, (
+            "%(ind)s# >>> %(mark)s: sm120_only (%(inc)s compiles only for %(codes)s, never for %(targets)s)\n"
+            '%(ind)soption(%(opt)s "Build the %(stem)s extension (its kernels cannot run on %(targets)s)" OFF)\n'
+            "%(ind)sif(%(opt)s)\n%(body)s%(ind)sendif()\n%(ind)s# <<< %(mark)s: sm120_only\n") % dict(
+                ind=ind, mark=MARK, inc=os.path.basename(inc), codes=", ".join(sorted(set(codes))),
+                targets=", ".join(target_archs), opt=option, stem=stem,
+                body="".join(("  " + line if line.strip() else line) for line in body.splitlines(True)))))
+        skipped_ext.append("%s (%s)" % (os.path.basename(inc), ", ".join(sorted(set(codes)))))
     if not edits:
         if "%s: sm120_only" % MARK in f.text:
             return "already_applied", "only %s left" % ", ".join(target_archs)
@@ -332,6 +378,8 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
         detail.append("dropped gencodes %s" % ", ".join(sorted(set(dropped))))
     if runs:
         detail.append("%s behind %s=OFF" % (SM90_COMMON_OPS, SM90_OPTION))
+    if skipped_ext:
+        detail.append("not built for %s: %s" % (", ".join(target_archs), ", ".join(skipped_ext)))
     return "applied", "; ".join(detail)
 
 
@@ -673,7 +721,7 @@ def plan(src, patches=DEFAULT_PATCHES, target_archs=("sm_120a",), cuda_version="
         all_opt = None
         try:
             probe = SourceFile.__new__(SourceFile)
-            probe.rel, probe.text = CMAKE_FILE, files["cmake"].text
+            probe.rel, probe.text, probe.path = CMAKE_FILE, files["cmake"].text, files["cmake"].path
             patch_skip_fa3_build(probe)
             patch_sm120_only(probe, target_archs)
             all_opt = probe.text
