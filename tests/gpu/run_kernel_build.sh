@@ -38,7 +38,7 @@ start() {
  "sgl_kernel_sm120_release_root": "$W/opt", "sgl_kernel_sm120_log_dir": "$W/log",
  "sgl_kernel_sm120_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "skip_fa3_build", "sm120_only"],
  "sgl_kernel_sm120_target_archs": ["sm_120a"], "sgl_kernel_sm120_system_packages": [],
- "sgl_kernel_sm120_cmake_requirement": "cmake>=3.31",
+ "sgl_kernel_sm120_cmake_requirement": "",
  "sgl_kernel_sm120_extra_cmake_args": ["-DNUMA_INCLUDE_DIR=$W/numa/usr/include", "-DNUMA_LIB_DIR=$W/numa/usr/lib/x86_64-linux-gnu"],
  "sgl_kernel_sm120_source_cache": "$W/cache",
  "sgl_kernel_sm120_source_placeholders_allowed": ["repo-triton", "repo-flash-attention"],
