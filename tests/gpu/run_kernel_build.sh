@@ -29,9 +29,10 @@ start() {
     mkdir -p "$(dirname "$W/cache/repo-flash-attention/$f")"; : >"$W/cache/repo-flash-attention/$f"
   done
   tar xzf "$repo/.gpu-src/sglang-2026-03-07-d28f35240a.tar.gz" -C "$W/src"
-  # the release venv: the machine's torch 2.11+cu130 (the stand-in for the stack's torch nightly) seen through
-  # --system-site-packages, as torch_nightly would leave it
-  python3 -m venv --system-site-packages "$W/venv"
+  # the release venv: the machine's own venv with torch 2.11+cu130 (the stand-in for the stack's torch nightly,
+  # as torch_nightly would leave it); scikit-build-core, ninja and wheel are already in it (no index here)
+  ln -s "$(python3 -c 'import sys; print(sys.prefix)')" "$W/venv"
+  python3 -c 'import sys; print("== release venv:", sys.prefix)'
   cat >"$W/vars.json" <<JSON
 {"sgl_kernel_sm120_source_dir": "$W/src/sglang", "sgl_kernel_sm120_venv": "$W/venv",
  "sgl_kernel_sm120_cuda_home": "/usr/local/cuda", "sgl_kernel_sm120_cccl_include_dir": "/usr/local/cuda/include/cccl",
@@ -81,7 +82,7 @@ finish() {
   # the service's environment (roles/sglang_service/templates/sglang.env.j2), as an unprivileged user
   id sglang >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin sglang
   state=$W/state cache=$W/cache-svc; mkdir -p "$state" "$cache"; chown sglang "$state" "$cache"
-  chmod -R a+rX "$W/site" "$W/src" "$W/venv"; chmod a+x "$W"
+  chmod -R a+rX "$W/site" "$W/src"; chmod a+x "$W"
   runuser -u sglang -- env -i HOME="$state" XDG_CACHE_HOME="$cache" TVM_FFI_CACHE_DIR="$cache/tvm-ffi" \
     FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
     PATH="$W/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
