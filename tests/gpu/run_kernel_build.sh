@@ -33,6 +33,8 @@ start() {
   # as torch_nightly would leave it); scikit-build-core, ninja and wheel are already in it (no index here)
   ln -s "$(python3 -c 'import sys; print(sys.prefix)')" "$W/venv"
   python3 -c 'import sys; print("== release venv:", sys.prefix)'
+  # that venv has `python -m pip` but no bin/pip script (the role calls <venv>/bin/pip, as a venv made by torch_nightly has)
+  [[ -x $W/venv/bin/pip ]] || printf '#!/bin/sh\nexec %s -m pip "$@"\n' "$W/venv/bin/python3" >"$W/venv/bin/pip" && chmod +x "$W/venv/bin/pip"
   cat >"$W/vars.json" <<JSON
 {"sgl_kernel_sm120_source_dir": "$W/src/sglang", "sgl_kernel_sm120_venv": "$W/venv",
  "sgl_kernel_sm120_cuda_home": "/usr/local/cuda", "sgl_kernel_sm120_cccl_include_dir": "/usr/local/cuda/include/cccl",
