@@ -23,6 +23,8 @@ start() {
   ln -s "$repo"/.gpu-src/*.tar.gz "$repo"/.gpu-src/manifest.json "$W/cache/"
   mkdir -p "$W/cache/repo-triton" "$W/cache/repo-flash-attention"
   for p in repo-triton repo-flash-attention; do echo "placeholder: not in the upstream bundle" >"$W/cache/$p/.blackwell-placeholder"; done
+  # the install step copies triton's python/triton_kernels/triton_kernels/ into the wheel: an empty directory then
+  mkdir -p "$W/cache/repo-triton/python/triton_kernels/triton_kernels"
   for f in csrc/flash_attn/src/flash_fwd_sparse_hdim128_bf16_causal_sm80.cu csrc/flash_attn/src/flash_fwd_sparse_hdim128_bf16_sm80.cu \
            csrc/flash_attn/src/flash_fwd_sparse_hdim128_fp16_causal_sm80.cu csrc/flash_attn/src/flash_fwd_sparse_hdim128_fp16_sm80.cu \
            csrc/flash_attn/flash_sparse_api.cpp hopper/flash_prepare_scheduler.cu hopper/flash_api.cpp hopper/flash_fwd_combine.cu; do
