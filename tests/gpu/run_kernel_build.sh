@@ -82,6 +82,9 @@ finish() {
   { for so in $(find "$site/sgl_kernel" "$site/deep_gemm" -name '*.so' 2>/dev/null | sort); do
       echo "## ${so#$site/}"; cuobjdump --list-elf "$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
   echo "== cubins by arch:"; grep -oE 'sm_[0-9]+[a-z]?' "$out/cuobjdump-list-elf.txt" | sort | uniq -c
+  # the role's own probe (roles/sgl_kernel_sm120/files/sgl_kernel_probe.py): import + FA3 fallback
+  "$W/venv/bin/python" "$repo/roles/sgl_kernel_sm120/files/sgl_kernel_probe.py" 2>&1 | tee "$out/sgl-kernel-probe.json"
+  "$W/venv/bin/python" -c 'import sgl_kernel, sgl_kernel.flash_attn as fa, sgl_kernel.flash_mla as fm; print("fa3 supported:", fa.is_fa3_supported(), "flashmla import error:", fm._flashmla_import_error)' 2>&1 | tee -a "$out/sgl-kernel-probe.json"
   # NVFP4 JIT kernels (sgl_kernel.cutlass_scaled_fp4_mm / scaled_fp4_quant call them at this pin) for sm_120a, in
   # the service's environment (roles/sglang_service/templates/sglang.env.j2), as an unprivileged user
   id sglang >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin sglang
@@ -91,7 +94,7 @@ finish() {
     FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
     PATH="$W/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     PYTHONPATH="$W/site" NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
-    "$W/venv/bin/python" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$out/nvfp4-jit.json" 2>&1 | tee "$out/nvfp4-jit.log"
+    timeout 330 "$W/venv/bin/python" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$out/nvfp4-jit.json" 2>&1 | tee "$out/nvfp4-jit.log"
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 }
 
