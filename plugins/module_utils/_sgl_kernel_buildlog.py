@@ -47,8 +47,12 @@ RULES = (
      "a CUDA library the kernel links (nvrtc, cublas, the driver's libcuda.so) is not under CUDA_HOME",
      "pip method: nvidia-cuda-nvrtc (and the unversioned lib*.so links cuda_toolchain adds); the driver provides "
      "libcuda.so (install the NVIDIA driver, or a toolkit whose lib64/stubs/libcuda.so CMake can use)"),
+    ("install_source_missing", "-", re.compile(r'file INSTALL cannot find "([^"]+)"'),
+     "the install step copies a directory that a staged source lacks (e.g. triton's python/triton_kernels "
+     "from an empty placeholder)",
+     "give the source cache the real tree, or a placeholder that holds the directory named in the error"),
     ("fetchcontent_offline_missing", "-",
-     re.compile(r"FETCHCONTENT_FULLY_DISCONNECTED|Cannot find source file:|does not contain a CMakeLists\.txt|"
+     re.compile(r"Cannot find source file:|does not contain a CMakeLists\.txt|"
                 r"Could not resolve host: (github\.com|codeload\.github\.com)|Failed to connect to github\.com"),
      "a FetchContent source is missing: the build tried to download it, or a staged tree lacks files",
      "give sgl_kernel_sm120_source_cache every source that blackwell.sglang.sgl_kernel_sources lists"),

@@ -33,8 +33,22 @@ def dists():
     return {"dists": out}
 
 
+def device_capability():
+    """``"9.0"``-style compute capability of GPU 0, or None (no torch CUDA / no GPU). sgl_kernel picks the
+    common_ops variant by this value at import (sgl_kernel/load_utils.py), so a wheel built only for sm_120a cannot
+    be imported on another GPU: the role then reports that instead of failing."""
+    try:
+        import torch
+        if torch.cuda.is_available():
+            return "%d.%d" % torch.cuda.get_device_capability(0)
+    except Exception:  # noqa: BLE001 - no usable CUDA: the import check decides
+        return None
+    return None
+
+
 def verify():
-    res = {"import_ok": False, "error": None, "flash_attn_ok": False, "flash_attn_error": None}
+    res = {"import_ok": False, "error": None, "flash_attn_ok": False, "flash_attn_error": None,
+           "device_capability": device_capability()}
     try:
         import sgl_kernel
     except Exception:  # noqa: BLE001 - reported to the role
