@@ -203,3 +203,53 @@ def test_torchvision_wheel_pairs_with_the_current_torch():
     pins = load_stack("current")
     assert Version(pins["torchvision"]).public == "0.28.0"
     assert torch_req.specifier.contains(Version(pins["torch"]))
+
+
+def server_args_choices(manifest, commit):
+    """The module-level ``*_CHOICES`` lists of the real ``python/sglang/srt/server_args.py`` at ``commit`` (AST)."""
+    import ast
+    tree = ast.parse(sglang_file(manifest, commit, "python/sglang/srt/server_args.py"))
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id.endswith("_CHOICES") and isinstance(node.value, ast.List) \
+                and all(isinstance(e, ast.Constant) for e in node.value.elts):
+            out[node.targets[0].id] = [e.value for e in node.value.elts]
+    return out
+
+
+@pytest.mark.parametrize("stack", sorted(STACKS))
+def test_stack_service_backends_are_parser_choices(manifest, stack):
+    """The pinned --fp4-gemm-backend / --moe-runner-backend are values SGLang at the pinned commit accepts."""
+    pins = load_stack(stack)
+    choices = server_args_choices(manifest, pins["sglang_ref"])
+    assert pins["fp4_gemm_backend"] in choices["FP4_GEMM_RUNNER_BACKEND_CHOICES"]
+    assert pins["moe_runner_backend"] in choices["MOE_RUNNER_BACKEND_CHOICES"]
+
+
+def test_probe_never_recommends_what_the_pinned_parser_refuses(manifest):
+    """With the choices of the real 0307 parser (the recorded fixture, checked against server_args.py here), a
+    backend that passed but has no accepted value -- sgl_kernel's NVFP4 GEMM (`cutlass`, a choice that came
+    on 2026-03-31 and is gone again at the current pin) -- is never recommended, however fast."""
+    from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics as num
+    commit = load_stack("original_20260307")["sglang_ref"]
+    with open(REPO / "tests" / "fixtures" / "service" / "parsers" / "sglang-d28f35240a.json") as handle:
+        actions = {o: a for a in json.load(handle)["actions"] for o in a["option_strings"]}
+    real = server_args_choices(manifest, commit)
+    allowed = {num.GEMM_FLAG: actions["--fp4-gemm-backend"]["choices"],
+               num.MOE_FLAG: actions["--moe-runner-backend"]["choices"]}
+    assert allowed[num.GEMM_FLAG] == real["FP4_GEMM_RUNNER_BACKEND_CHOICES"]
+    assert allowed[num.MOE_FLAG] == real["MOE_RUNNER_BACKEND_CHOICES"]
+    backends = {key: dict(meta, verdict="ok", score_us=100.0 + i) for i, (key, meta) in enumerate(sorted(num.BACKENDS.items()))}
+    backends["gemm/sgl_kernel_cutlass"]["score_us"] = 1.0          # the fastest of all
+    rec = num.recommend(backends, allowed)
+    assert rec[num.GEMM_FLAG] in allowed[num.GEMM_FLAG] and rec[num.GEMM_FLAG] != "cutlass"
+    assert rec[num.MOE_FLAG] in allowed[num.MOE_FLAG]
+    # the current pin has no `cutlass` FP4 GEMM choice either (added 2026-03-31, #21314, gone again by d55f1c28e2):
+    # never recommended there too, while a choice it gained (flashinfer_cutedsl) may be
+    current = server_args_choices(manifest, load_stack("current")["sglang_ref"])
+    assert "cutlass" not in current["FP4_GEMM_RUNNER_BACKEND_CHOICES"]
+    assert "flashinfer_cutedsl" in current["FP4_GEMM_RUNNER_BACKEND_CHOICES"]
+    rec = num.recommend(backends, {num.GEMM_FLAG: current["FP4_GEMM_RUNNER_BACKEND_CHOICES"],
+                                   num.MOE_FLAG: current["MOE_RUNNER_BACKEND_CHOICES"]})
+    assert rec[num.GEMM_FLAG] in current["FP4_GEMM_RUNNER_BACKEND_CHOICES"] and rec[num.GEMM_FLAG] != "cutlass"
