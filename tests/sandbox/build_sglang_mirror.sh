@@ -125,11 +125,15 @@ for pin in "${PINS[@]}"; do
   g checkout -q --orphan "$ref"
   g read-tree --empty
   find "$src" -mindepth 1 -maxdepth 1 -not -name .git -exec rm -rf {} +
-  # shellcheck disable=SC2086  # $trees is a list of top-level directories
-  tar -xzf "$UPSTREAM/$tarball" -C "$src" --strip-components=1 --no-same-owner $(printf 'sglang/%s ' $trees)
-  for t in $trees; do [[ -d $src/$t ]] || die "$tarball has no sglang/$t"; done
+  read -ra tree_list <<<"$trees"
+  tar -xzf "$UPSTREAM/$tarball" -C "$src" --strip-components=1 --no-same-owner "${tree_list[@]/#/sglang/}"
+  listed=""
+  for t in "${tree_list[@]}"; do
+    [[ -d $src/$t ]] || die "$tarball has no sglang/$t"
+    listed+="\`$t/\` "
+  done
   [[ -f $src/python/pyproject.toml ]] || die "$tarball has no python/pyproject.toml"
-  mirror_readme "$ref" "$upstream_commit" "$tarball" "- Trees: $(printf '\`%s/\` ' $trees)exactly as upstream has them at that commit."
+  mirror_readme "$ref" "$upstream_commit" "$tarball" "- Trees: ${listed}exactly as upstream has them at that commit."
   g add -A -f .
   GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date g commit -q --no-gpg-sign -m "SGLang $upstream_commit (real upstream trees: $trees)
 
