@@ -112,7 +112,7 @@ def _python_with_recorded_parser(tmp_path):
 
 @pytest.mark.slow
 def test_forced_probe_limits_the_recommendation_to_the_parser_choices(tmp_path):
-    with open(PARSER) as handle:
+    with open(PARSER, encoding="utf-8") as handle:
         actions = {o: a for a in json.load(handle)["actions"] for o in a["option_strings"]}
     forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
               "fp4_probe_python": _python_with_recorded_parser(tmp_path)}

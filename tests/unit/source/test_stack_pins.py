@@ -138,13 +138,13 @@ def test_companion_check_catches_a_wrong_pair():
 
 # --- against the real pyproject.toml of each pinned commit ---------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def manifest():
+@pytest.fixture(name="manifest", scope="module")
+def fixture_manifest():
     path = UPSTREAM / "manifest.json"
     if not path.is_file():
         pytest.skip("the upstream source bundle is not at %s (set BLACKWELL_UPSTREAM): the real SGLang trees are "
                     "needed to resolve the stack pins" % UPSTREAM)
-    return json.loads(path.read_text())
+    return json.loads(path.read_text(encoding="utf-8"))
 
 
 def sglang_file(manifest, commit, member):
@@ -233,7 +233,7 @@ def test_probe_never_recommends_what_the_pinned_parser_refuses(manifest):
     on 2026-03-31 and is gone again at the current pin) -- is never recommended, however fast."""
     from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics as num
     commit = load_stack("original_20260307")["sglang_ref"]
-    with open(REPO / "tests" / "fixtures" / "service" / "parsers" / "sglang-d28f35240a.json") as handle:
+    with open(REPO / "tests" / "fixtures" / "service" / "parsers" / "sglang-d28f35240a.json", encoding="utf-8") as handle:
         actions = {o: a for a in json.load(handle)["actions"] for o in a["option_strings"]}
     real = server_args_choices(manifest, commit)
     allowed = {num.GEMM_FLAG: actions["--fp4-gemm-backend"]["choices"],
