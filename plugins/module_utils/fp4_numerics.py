@@ -80,7 +80,8 @@ _CAPABILITY_TABLE = {
     "moe/flashinfer_cutlass": (
         lambda cc: cc // 10 in (10, 11, 12),
         "NVFP4 cutlass_fused_moe needs compute capability 10.x/11.x/12.x (FlashInfer's NVFP4 MoE test skips "
-        "other GPUs; SM120 support since flashinfer 0.6.7, #2725)"),
+        "other GPUs; an SM120 module, gen_cutlass_fused_moe_sm120_module, is in flashinfer 0.6.5 already, its NVFP4 "
+        "MoE output reworked in 0.6.7, #2725)"),
     "moe/flashinfer_trtllm": (
         lambda cc: cc // 10 == 10,
         "trtllm-gen MoE kernels are SM100-family only (SGLang overrides.py: 'trtllm-gen MoE kernels are "

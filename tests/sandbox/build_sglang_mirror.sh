@@ -2,31 +2,47 @@
 # Build the local SGLang git mirror that the sandbox installs from: .cache/mirror/sglang.git (a bare repository,
 # seen in sandbox containers as /srv/mirror/sglang.git).
 #
-# Contents of its single commit (upstream layout):
-#   python/      the REAL SGLang source release from PyPI (the sglang sdist, default 0.5.9), unpacked unchanged
-#   sgl-kernel/  our sgl-kernel-shaped TEST FIXTURE (tests/fixtures/sgl_kernel_project): the 0.5.9 sdist has no
-#                kernel directory, so the fixture stands in for it (it says so in its README)
-#   README.md    says plainly what is real and what is a fixture
-# Author, committer and dates are fixed, so the commit id depends only on the inputs. Refs: branches `main` and
-# `sandbox`, tag `v<version>-sandbox`. Skipped when the inputs (sdist hash, fixture tree, this script) are unchanged;
-# rebuilt and republished atomically when they change. The commit id is written to .cache/mirror/sglang.env.
+# Source: the REAL SGLang trees at the inventory's pins, from the upstream source bundle (read-only; MANIFEST.md):
+#   sglang-2026-03-07-d28f35240a.tar.gz   python/ and sgl-kernel/ at d28f35240a28de1e09967975e258b3dd7e74924f
+#   sglang-2026-08-18-d55f1c28e2.tar.gz   python/ (incl. python/sglang/kernels/aot) at d55f1c28e223226575d40d4449266630eaf2a277
+# Refs (each commit has a fixed author and the upstream commit date, so its id depends only on the inputs; the ids
+# are NOT upstream's: the bundle holds trees, not history, and the commit message names the upstream id):
+#   original-20260307                 the real 0307 tree, unchanged (python/ + the real sgl-kernel/)
+#   current-20260818                  the real 0818 tree, unchanged (python/, kernel tree python/sglang/kernels/aot)
+#   original-20260307-fixture-kernel  child of original-20260307: the real python/, but sgl-kernel/ replaced by our
+#                                     sgl-kernel-shaped TEST FIXTURE (tests/fixtures/sgl_kernel_project), so the sandbox's
+#                                     kernel build compiles in about a minute on 2 cores. The real kernel trees are
+#                                     configured (not compiled) by the kernel tests from the bundle itself.
+#   main, sandbox                     aliases of original-20260307-fixture-kernel (what the sandbox inventory pins)
+# The 0.5.9 sdist route of earlier versions is gone: it tested nothing the real trees do not (it was neither pin
+# nor an ancestor of one).
 #
-# Env: SGLANG_MIRROR_VERSION (default 0.5.9), SGLANG_MIRROR_FIXTURE (default tests/fixtures/sgl_kernel_project),
-#      SGLANG_MIRROR_INDEX (default https://pypi.org/simple), SGLANG_MIRROR_FORCE=1 to rebuild,
-#      SGLANG_MIRROR_OUT (default <repo>/.cache/mirror).
+# Without the bundle (a user's clone has no ../shared/upstream) the script builds nothing, says so, writes the reason
+# to <out>/sglang.skip and exits 0; molecule/_shared/run-scenarios.sh then reports the scenarios that install SGLang
+# from the mirror as skipped with that reason. SGLANG_MIRROR_REQUIRE_UPSTREAM=1 makes the absence an error (CI).
+#
+# Skipped when the inputs (tarball hashes, fixture tree, this script) are unchanged; rebuilt and republished
+# atomically when they change. The refs and commit ids are written to <out>/sglang.env.
+#
+# Env: BLACKWELL_UPSTREAM (default <repo>/../shared/upstream), SGLANG_MIRROR_FIXTURE (default
+#      tests/fixtures/sgl_kernel_project), SGLANG_MIRROR_FORCE=1 to rebuild, SGLANG_MIRROR_OUT (default
+#      <repo>/.cache/mirror), SGLANG_MIRROR_REQUIRE_UPSTREAM=1 to fail instead of skipping without the bundle.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-VERSION=${SGLANG_MIRROR_VERSION:-0.5.9}
+UPSTREAM=${BLACKWELL_UPSTREAM:-$repo/../shared/upstream}
 FIXTURE=${SGLANG_MIRROR_FIXTURE:-$repo/tests/fixtures/sgl_kernel_project}
-INDEX=${SGLANG_MIRROR_INDEX:-https://pypi.org/simple}
 OUT=${SGLANG_MIRROR_OUT:-$repo/.cache/mirror}
-SDIST_DIR=$repo/.cache/sglang-sdist
 BARE=$OUT/sglang.git
-TAG=v$VERSION-sandbox
-FIXED_DATE="2026-03-07T00:00:00+0000"
 start=$SECONDS
+
+# The pins: ref, tarball, upstream commit, its date (MANIFEST.md), the trees taken from the tarball.
+PINS=(
+  "original-20260307|sglang-2026-03-07-d28f35240a.tar.gz|d28f35240a28de1e09967975e258b3dd7e74924f|2026-03-07T15:13:25-08:00|python sgl-kernel"
+  "current-20260818|sglang-2026-08-18-d55f1c28e2.tar.gz|d55f1c28e223226575d40d4449266630eaf2a277|2026-08-18T09:10:54+08:00|python"
+)
+SANDBOX_REF=original-20260307-fixture-kernel
 
 log() { printf '[sglang-mirror %(%H:%M:%S)T +%3ss] %s\n' -1 "$((SECONDS - start))" "$*"; }
 die() { echo "build_sglang_mirror.sh: $*" >&2; exit 1; }
@@ -39,25 +55,23 @@ for f in CMakeLists.txt pyproject.toml README.md; do
 done
 grep -qi 'fixture' "$FIXTURE/README.md" || die "$FIXTURE/README.md must say plainly that it is a test fixture"
 
-# --- the real SGLang sdist from PyPI ---------------------------------------------------------------------------
-sdist=$SDIST_DIR/sglang-$VERSION.tar.gz
-if [[ ! -s $sdist ]]; then
-  log "downloading the sglang $VERSION sdist from $INDEX"
-  mkdir -p "$SDIST_DIR"
-  pip=$(command -v pip3 || true)
-  [[ -x $repo/.venv/bin/pip ]] && pip=$repo/.venv/bin/pip
-  [[ -n $pip ]] || die "pip is needed to download the sdist (run make deps)"
-  cert=()
-  [[ -r /etc/ssl/certs/ca-certificates.crt ]] && cert=(--cert /etc/ssl/certs/ca-certificates.crt)
-  # PIP_CONFIG_FILE=/dev/null: host-specific indexes/constraints must not decide which sdist we get.
-  env -u PIP_FIND_LINKS -u PIP_EXTRA_INDEX_URL -u PIP_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null \
-    timeout 600 "$pip" download --no-deps --no-binary :all: --progress-bar off \
-    --index-url "$INDEX" "${cert[@]}" -d "$SDIST_DIR" "sglang==$VERSION"
-  [[ -s $sdist ]] || die "pip download did not produce $sdist"
+# --- the upstream bundle -----------------------------------------------------------------------------------------
+missing=()
+for pin in "${PINS[@]}"; do
+  IFS='|' read -r _ tarball _ _ _ <<<"$pin"
+  [[ -r $UPSTREAM/$tarball ]] || missing+=("$tarball")
+done
+if ((${#missing[@]})); then
+  reason="the upstream source bundle is not at $UPSTREAM (missing: ${missing[*]}); the sandbox installs the real pinned SGLang trees from it. Set BLACKWELL_UPSTREAM to the directory that holds them (see MANIFEST.md there)"
+  [[ ${SGLANG_MIRROR_REQUIRE_UPSTREAM:-0} == 1 ]] && die "$reason"
+  mkdir -p "$OUT"
+  echo "$reason" > "$OUT/sglang.skip"
+  log "SKIP: $reason. No mirror was built: the Molecule scenarios that install SGLang from it are reported as skipped."
+  exit 0
 fi
-sdist_sha=$(sha256sum "$sdist" | cut -d' ' -f1)
+rm -f "$OUT/sglang.skip"
 
-# --- inputs hash: the sdist, the fixture tree (paths, exec bits, contents), this script --------------------------
+# --- inputs hash: the tarballs, the fixture tree (paths, exec bits, contents), this script ------------------------
 fixture_files() {
   (cd "$FIXTURE" && find . -type f \
     -not -path '*/__pycache__/*' -not -name '*.pyc' -not -name '*.whl' -not -path './build/*' \
@@ -67,56 +81,96 @@ fixture_files() {
 fixture_hash=$(cd "$FIXTURE" && fixture_files | while read -r f; do
   printf '%s %s %s\n' "$f" "$([[ -x $f ]] && echo x || echo -)" "$(sha256sum < "$f" | cut -d' ' -f1)"
 done | sha256sum | cut -d' ' -f1)
-inputs=$(printf '%s\n' "$VERSION" "$sdist_sha" "$fixture_hash" "$(sha256sum < "${BASH_SOURCE[0]}")" | sha256sum | cut -c1-16)
+declare -A tar_sha=()
+for pin in "${PINS[@]}"; do
+  IFS='|' read -r _ tarball _ _ _ <<<"$pin"
+  tar_sha[$tarball]=$(sha256sum "$UPSTREAM/$tarball" | cut -d' ' -f1)
+done
+inputs=$({ for t in "${!tar_sha[@]}"; do echo "$t ${tar_sha[$t]}"; done | LC_ALL=C sort
+           echo "$fixture_hash"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
 
 if [[ ${SGLANG_MIRROR_FORCE:-0} != 1 && -f $BARE/blackwell-mirror.inputs && $(cat "$BARE/blackwell-mirror.inputs") == "$inputs" ]]; then
-  log "$BARE is up to date (inputs $inputs, commit $(git --git-dir="$BARE" rev-parse "refs/heads/sandbox"))"
+  log "$BARE is up to date (inputs $inputs, $SANDBOX_REF at $(git --git-dir="$BARE" rev-parse "refs/heads/$SANDBOX_REF"))"
   exit 0
 fi
-log "building $BARE (inputs $inputs; sglang $VERSION sdist sha256 ${sdist_sha:0:16}, fixture ${fixture_hash:0:16})"
+log "building $BARE (inputs $inputs, bundle $UPSTREAM, fixture ${fixture_hash:0:16})"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sglang-mirror.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 src=$work/src
-mkdir -p "$src/python" "$src/sgl-kernel"
-tar -xzf "$sdist" -C "$src/python" --strip-components=1 --no-same-owner
-[[ -f $src/python/pyproject.toml ]] || die "the sdist has no pyproject.toml at its top level"
-(cd "$FIXTURE" && fixture_files | tar -cf - --no-recursion -T -) | tar -xf - -C "$src/sgl-kernel" --no-same-owner
-
-cat > "$src/README.md" <<README
-# SGLang $VERSION -- local sandbox mirror for blackwell.sglang
-
-This repository is built by \`tests/sandbox/build_sglang_mirror.sh\` of the blackwell.sglang Ansible collection
-for its offline sandbox (machines that reach PyPI but not GitHub).
-
-- \`python/\` is the real SGLang $VERSION source release, unpacked unchanged from the sdist on PyPI
-  (sglang-$VERSION.tar.gz, sha256 $sdist_sha).
-- \`sgl-kernel/\` is **NOT** SGLang's sgl-kernel. It is a small **test fixture** written for blackwell.sglang: a
-  CMake/CUDA project shaped like sgl-kernel (same build backend, CMake structure and Python package layout) that
-  really compiles a tiny CUDA kernel for sm_120a. The $VERSION release has no kernel directory; this fixture lets
-  the kernel build role run for real. Do not use this repository for anything but testing.
-README
-
 export GIT_AUTHOR_NAME="blackwell.sglang sandbox" GIT_AUTHOR_EMAIL="sandbox@blackwell-sglang.invalid"
 export GIT_COMMITTER_NAME="$GIT_AUTHOR_NAME" GIT_COMMITTER_EMAIL="$GIT_AUTHOR_EMAIL"
-export GIT_AUTHOR_DATE="$FIXED_DATE" GIT_COMMITTER_DATE="$FIXED_DATE"
 export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
 g() { git -C "$src" -c core.autocrlf=false -c core.fileMode=true -c init.defaultBranch=main "$@"; }
+mkdir -p "$src"
 g init -q
-g add -A -f .
-g commit -q --no-gpg-sign -m "SGLang $VERSION (PyPI sdist) + sgl-kernel-shaped test fixture
 
-python/: sglang-$VERSION.tar.gz from PyPI, sha256 $sdist_sha
-sgl-kernel/: blackwell.sglang test fixture (tests/fixtures/sgl_kernel_project), tree $fixture_hash"
-g branch sandbox
-g tag "$TAG"
-commit=$(g rev-parse HEAD)
-log "commit $commit ($(g ls-files | wc -l) files)"
+# mirror_readme REF UPSTREAM_COMMIT TARBALL TEXT: the only file of a commit that is not upstream's.
+mirror_readme() {
+  cat > "$src/BLACKWELL-MIRROR.md" <<README
+# Local sandbox mirror of blackwell.sglang: ref \`$1\`
+
+Built by \`tests/sandbox/build_sglang_mirror.sh\` of the blackwell.sglang Ansible collection for its offline sandbox
+(machines that reach PyPI but not GitHub). Only this file is not upstream's.
+
+- Upstream: https://github.com/sgl-project/sglang commit \`$2\`, from the source bundle's \`$3\`
+  (sha256 ${tar_sha[$3]}). This repository has no upstream history: its commit ids are not upstream's.
+$4
+README
+}
+
+declare -A commit_of=()
+for pin in "${PINS[@]}"; do
+  IFS='|' read -r ref tarball upstream_commit date trees <<<"$pin"
+  g checkout -q --orphan "$ref"
+  g read-tree --empty
+  find "$src" -mindepth 1 -maxdepth 1 -not -name .git -exec rm -rf {} +
+  read -ra tree_list <<<"$trees"
+  tar -xzf "$UPSTREAM/$tarball" -C "$src" --strip-components=1 --no-same-owner "${tree_list[@]/#/sglang/}"
+  listed=""
+  for t in "${tree_list[@]}"; do
+    [[ -d $src/$t ]] || die "$tarball has no sglang/$t"
+    listed+="\`$t/\` "
+  done
+  [[ -f $src/python/pyproject.toml ]] || die "$tarball has no python/pyproject.toml"
+  mirror_readme "$ref" "$upstream_commit" "$tarball" "- Trees: ${listed}exactly as upstream has them at that commit."
+  g add -A -f .
+  GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date g commit -q --no-gpg-sign -m "SGLang $upstream_commit (real upstream trees: $trees)
+
+From the upstream source bundle: $tarball, sha256 ${tar_sha[$tarball]}.
+Upstream commit: $upstream_commit ($date). No upstream history: this commit's id is not upstream's."
+  commit_of[$ref]=$(g rev-parse HEAD)
+  log "$ref: commit ${commit_of[$ref]} = upstream $upstream_commit ($(g ls-files | wc -l) files)"
+
+  if [[ $ref == original-20260307 ]]; then
+    # The sandbox's ref: the real python/ of this pin, the fixture as sgl-kernel/.
+    g checkout -q -b "$SANDBOX_REF"
+    g rm -rq sgl-kernel
+    rm -rf "$src/sgl-kernel"
+    mkdir -p "$src/sgl-kernel"
+    (cd "$FIXTURE" && fixture_files | tar -cf - --no-recursion -T -) | tar -xf - -C "$src/sgl-kernel" --no-same-owner
+    mirror_readme "$SANDBOX_REF" "$upstream_commit" "$tarball" "- \`python/\` is the real upstream tree at that commit, unchanged.
+- \`sgl-kernel/\` is **NOT** SGLang's sgl-kernel: it is blackwell.sglang's sgl-kernel-shaped **test fixture**
+  (tests/fixtures/sgl_kernel_project, tree sha256 $fixture_hash), a small CMake/CUDA project with sgl-kernel's build
+  backend, CMake structure and package layout that compiles one tiny CUDA kernel for sm_120a in about a minute.
+  It stands in for the real sgl-kernel/ (parent commit, ref original-20260307), whose build needs eight fetched
+  repositories and hours of nvcc. Do not use this ref for anything but testing."
+    g add -A -f .
+    GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date g commit -q --no-gpg-sign -m "sandbox: sgl-kernel/ replaced by the sgl-kernel-shaped test fixture
+
+python/ is upstream $upstream_commit unchanged; sgl-kernel/ is blackwell.sglang's test fixture
+(tests/fixtures/sgl_kernel_project, tree $fixture_hash), not SGLang's sgl-kernel."
+    commit_of[$SANDBOX_REF]=$(g rev-parse HEAD)
+    log "$SANDBOX_REF: commit ${commit_of[$SANDBOX_REF]} (sgl-kernel/ = fixture)"
+  fi
+done
+g branch -f main "${commit_of[$SANDBOX_REF]}"
+g branch -f sandbox "${commit_of[$SANDBOX_REF]}"
 
 mkdir -p "$OUT"
 new=$OUT/.sglang.git.new.$$
 rm -rf "$new"
-git clone -q --bare "$src" "$new"
+git clone -q --bare --no-local "$src" "$new"
 git --git-dir="$new" symbolic-ref HEAD refs/heads/main
 git --git-dir="$new" update-server-info
 echo "$inputs" > "$new/blackwell-mirror.inputs"
@@ -127,10 +181,12 @@ fi
 mv "$new" "$BARE"
 rm -rf "$OUT/.sglang.git.old.$$"
 cat > "$OUT/sglang.env" <<ENV
-SGLANG_MIRROR_VERSION=$VERSION
-SGLANG_MIRROR_COMMIT=$commit
-SGLANG_MIRROR_TAG=$TAG
-SGLANG_MIRROR_BRANCH=sandbox
-SGLANG_MIRROR_SDIST_SHA256=$sdist_sha
+SGLANG_MIRROR_BRANCH=$SANDBOX_REF
+SGLANG_MIRROR_COMMIT=${commit_of[$SANDBOX_REF]}
+SGLANG_MIRROR_ORIGINAL_20260307_COMMIT=${commit_of[original-20260307]}
+SGLANG_MIRROR_ORIGINAL_20260307_UPSTREAM=d28f35240a28de1e09967975e258b3dd7e74924f
+SGLANG_MIRROR_CURRENT_20260818_COMMIT=${commit_of[current-20260818]}
+SGLANG_MIRROR_CURRENT_20260818_UPSTREAM=d55f1c28e223226575d40d4449266630eaf2a277
+SGLANG_MIRROR_UPSTREAM=$UPSTREAM
 ENV
-log "published $BARE: branches main, sandbox; tag $TAG; commit $commit"
+log "published $BARE: branches ${!commit_of[*]}, main, sandbox (= $SANDBOX_REF)"

@@ -5,13 +5,16 @@ import re
 UNIT = "/etc/systemd/system/sglang.service"
 
 
-def test_unit_rendered_with_validated_flags(host):
+def test_unit_rendered_with_validated_flags(host, host_vars):
     unit = host.file(UNIT)
     assert unit.exists and unit.user == "root" and unit.mode == 0o644
     text = unit.content_string
     assert "-m sglang.launch_server" in text
     assert "/opt/sglang/current/venv/bin/python" in text
-    assert "Flags validated against sglang 0.5.9 (commit ac47845afd69)" in text
+    # the real parser of the pinned tree: the pretend version names the pin, the commit is the mirror's
+    commit = host.check_output("git --git-dir %s rev-parse %s^{commit}", host_vars["sandbox_sglang_mirror"],
+                               host_vars["sandbox_sglang_mirror_ref"])
+    assert "Flags validated against sglang %s (commit %s)" % (host_vars["sglang_source_pretend_version"], commit[:12]) in text
     for flag in ("--attention-backend flashinfer", "--fp4-gemm-backend flashinfer_cudnn",
                  "--moe-runner-backend flashinfer_cutlass", "--enable-metrics", "--host 127.0.0.1"):
         assert flag in text, flag

@@ -12,7 +12,7 @@ STATE = VENV + "/blackwell-sglang/sglang_source"
 @pytest.fixture(scope="module")
 def mirror_commit(host, host_vars):
     mirror = host_vars.get("sandbox_sglang_mirror", "/srv/mirror/sglang.git")
-    ref = host_vars.get("sandbox_sglang_mirror_ref", "sandbox")
+    ref = host_vars.get("sandbox_sglang_mirror_ref", "original-20260307-fixture-kernel")
     return host.check_output("git --git-dir %s rev-parse %s^{commit}", mirror, ref)
 
 
@@ -20,6 +20,15 @@ def test_checkout_is_at_the_pinned_commit(host, mirror_commit):
     assert host.check_output("git -C %s rev-parse HEAD", DEST) == mirror_commit
     assert host.file(DEST + "/python/pyproject.toml").exists
     assert host.file(DEST + "/sgl-kernel").is_directory
+
+
+def test_checkout_is_the_real_tree_of_the_original_pin(host):
+    # python/ is upstream d28f35240a (the commit message names it); sgl-kernel/ is the fixture, and says so
+    message = host.check_output("git -C %s log -2 --format=%%B", DEST)
+    assert "d28f35240a28de1e09967975e258b3dd7e74924f" in message
+    assert "fixture" in host.file(DEST + "/sgl-kernel/README.md").content_string.lower()
+    pyproject = host.file(DEST + "/python/pyproject.toml").content_string
+    assert '"sgl-kernel==0.3.21"' in pyproject and '"flashinfer_python==0.6.4"' in pyproject
 
 
 def test_stamp_is_keyed_on_the_commit_and_torch(host, mirror_commit):
@@ -43,12 +52,12 @@ def test_no_protected_package_came_from_the_index(host):
         assert name not in dists
 
 
-def test_sglang_installed_from_the_checkout_and_importable(host):
+def test_sglang_installed_from_the_checkout_and_importable(host, host_vars):
     out = host.check_output(
         VENV + "/bin/python -c 'import json, sglang, importlib.metadata as m; "
         "d = m.distribution(\"sglang\"); print(json.dumps([sglang.__version__, json.loads(d.read_text(\"direct_url.json\"))]))'")
     version, direct_url = json.loads(out.strip().splitlines()[-1])
-    assert version == "0.5.9"
+    assert version == host_vars["sglang_source_pretend_version"] == "0.0.0.dev0+gd28f35240a"
     assert direct_url["url"] == "file://" + DEST + "/python"
 
 

@@ -51,7 +51,7 @@ def manifest(host, release):
 def mirror_commit(host, host_vars):
     return host.check_output("git --git-dir %s rev-parse %s^{commit}",
                              host_vars.get("sandbox_sglang_mirror", "/srv/mirror/sglang.git"),
-                             host_vars.get("sandbox_sglang_mirror_ref", "sandbox"))
+                             host_vars.get("sandbox_sglang_mirror_ref", "original-20260307-fixture-kernel"))
 
 
 def test_release_is_live_and_keyed(host, release):
@@ -69,10 +69,15 @@ def test_torch_unchanged_after_the_sglang_install(host, release):
     assert "torch==2.13.0+cpu" in host.file(state + "/constraints.txt").content_string.splitlines()
 
 
-def test_sglang_from_the_mirror_commit(host, manifest, mirror_commit):
-    assert _py(host, "import sglang; print(sglang.__version__)") == "0.5.9"
+def test_sglang_from_the_mirror_commit(host, host_vars, release, manifest, mirror_commit):
+    # the real python/ tree of the original pin; its version is the pin's setuptools-scm fallback + the upstream id
+    version = host_vars["sglang_source_pretend_version"]
+    assert version.endswith("+gd28f35240a")
+    assert _py(host, "import sglang; print(sglang.__version__)") == version
     assert manifest["sglang"]["commit"] == mirror_commit
-    assert manifest["sglang"]["version"] == "0.5.9"
+    assert manifest["sglang"]["version"] == version
+    assert "d28f35240a28de1e09967975e258b3dd7e74924f" in host.check_output(
+        "git -C %s/src/sglang log -1 --format=%%B", release)
 
 
 def test_nvcc_compiles_for_sm_120a(host):

@@ -29,7 +29,7 @@ PLAY = """
 """
 
 
-def _play(tmp_path, extra):
+def _play(tmp_path, extra, expect_rc=0):
     if not os.path.exists(PLAYBOOK):
         pytest.skip("ansible-playbook not installed next to this python")
     pb = tmp_path / "play.yml"
@@ -40,7 +40,9 @@ def _play(tmp_path, extra):
                  fp4_probe_release_dir=str(tmp_path / "release"))
     proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(pb), "-e", json.dumps(vars_)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-2000:]
+    if expect_rc:
+        return None, None, proc.stdout
     recap = [line for line in proc.stdout.splitlines() if line.startswith("localhost")][-1]
     changed = int(recap.split("changed=")[1].split()[0])
     return json.loads((tmp_path / "dump.json").read_text()), changed, proc.stdout
@@ -61,8 +63,9 @@ def test_skip_without_gpu_writes_result_and_is_idempotent(tmp_path):
 
 @pytest.mark.slow
 def test_forced_probe_runs_the_module_and_reports_no_device(tmp_path):
+    # this venv has no SGLang: no parser to read (test_forced_probe_limits_... reads a recorded one)
     forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
-              "fp4_probe_m_list": [1, 9]}
+              "fp4_probe_m_list": [1, 9], "fp4_probe_read_parser": False}
     facts, dummy_changed, dummy_out = _play(tmp_path, forced)
     res = facts["result"]
     assert res["skipped"] is False and res["device"]["present"] is False
@@ -77,7 +80,7 @@ def test_gpu_result_of_this_release_is_reused_idempotently(tmp_path):
     # A GPU result cannot be produced here, so take a real module result and mark its device present: the
     # role must then reuse it (module task skipped) and a further run must change nothing.
     forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
-              "fp4_probe_m_list": [1]}
+              "fp4_probe_m_list": [1], "fp4_probe_read_parser": False}
     _play(tmp_path, forced)
     path = tmp_path / "release" / "probe.json"
     data = json.loads(path.read_text())
@@ -92,3 +95,42 @@ def test_gpu_result_of_this_release_is_reused_idempotently(tmp_path):
     # a different probe input is a different measurement: not reused
     facts, dummy_changed, out = _play(tmp_path, dict(forced, fp4_probe_m_list=[1, 9]))
     assert facts["result"]["device"]["present"] is False and "measured on" in out
+
+
+PARSER = os.path.join(ROOT, "tests", "fixtures", "service", "parsers", "sglang-d28f35240a.json")
+
+
+def _python_with_recorded_parser(tmp_path):
+    """This venv's python, except that the parser introspection prints the REAL parser of SGLang d28f35240a
+    (recorded from the upstream tree, tests/fixtures/service/parsers/README.md): this venv has no SGLang."""
+    script = tmp_path / "python-d28f35240a"
+    script.write_text('#!/bin/sh\nif [ "$1" = "-c" ] && printf %%s "$2" | grep -q add_cli_args; then\n'
+                      "  tr -d '\\n' < '%s'; echo; exit 0\nfi\nexec '%s' \"$@\"\n" % (PARSER, sys.executable))
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.slow
+def test_forced_probe_limits_the_recommendation_to_the_parser_choices(tmp_path):
+    with open(PARSER, encoding="utf-8") as handle:
+        actions = {o: a for a in json.load(handle)["actions"] for o in a["option_strings"]}
+    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
+              "fp4_probe_python": _python_with_recorded_parser(tmp_path)}
+    facts, dummy_changed, dummy_out = _play(tmp_path, forced)
+    res = facts["result"]
+    assert res["parser"].startswith("sglang 0.0.0.dev0+gd28f35240a")
+    assert res["allowed"] == {"fp4_gemm_backend": actions["--fp4-gemm-backend"]["choices"],
+                              "moe_runner_backend": actions["--moe-runner-backend"]["choices"]}
+    # at this pin SGLang has no `cutlass` FP4 GEMM choice: sgl_kernel's NVFP4 GEMM can never be recommended
+    assert "cutlass" not in res["allowed"]["fp4_gemm_backend"]
+
+
+@pytest.mark.slow
+def test_a_requested_backend_the_parser_refuses_fails_before_probing(tmp_path):
+    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
+              "fp4_probe_python": _python_with_recorded_parser(tmp_path),
+              "fp4_probe_allowed_fp4_gemm_backends": ["flashinfer_cudnn", "marlin"]}
+    dummy_facts, dummy_changed, out = _play(tmp_path, forced, expect_rc=2)
+    assert "fp4_probe_allowed_fp4_gemm_backends=" in out and "sglang 0.0.0.dev0+gd28f35240a" in out
+    assert "accepts --fp4-gemm-backend" in out
+    assert not (tmp_path / "release" / "probe.json").exists()
