@@ -67,6 +67,18 @@ options:
         C(--no-block)). C(failed) and C(auto-restart) end the wait at once.
     type: float
     default: 30
+  server_args:
+    description:
+      - The server's argv (the rendered C(launch_server) flags). Lets the classifier tell a speculative-decoding
+        crash from a plain illegal memory access, and an inherited draft quantization from a wrong
+        C(--quantization) (field reports N05, N06; docs/field-reports.md).
+    type: list
+    elements: str
+    default: []
+  compute_capability:
+    description: Compute capability of the serving GPUs (C("12.1") marks a GB10, whose kernel-log OOM is N18).
+    type: str
+    default: ""
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
@@ -206,6 +218,8 @@ def main():
             tail_lines=dict(type="int", default=40),
             tp_size=dict(type="int", default=1),
             start_grace=dict(type="float", default=30.0),
+            server_args=dict(type="list", elements="str", default=[], no_log=False),
+            compute_capability=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -232,7 +246,8 @@ def main():
         http_get=http_get, read_journal=journal, unit_state=unit_state,
         clock=time.monotonic, sleep=time.sleep, request_timeout=p["request_timeout"], successes=p["successes"],
         interval=p["interval"], stall_timeout=p["stall_timeout"], max_wait=p["max_wait"],
-        tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"])
+        tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"],
+        classify_context={"argv": p["server_args"] or None, "compute_capability": p["compute_capability"]})
     result["invocation_id"] = journal.invocation_id
     if result["ready"]:
         result.pop("cause", None)
