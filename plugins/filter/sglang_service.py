@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _multinode
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
@@ -27,11 +28,17 @@ _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
 def sglang_service_args(settings):
-    """Render the launch_server argv; FlagError becomes a filter error naming the flag."""
+    """Render the launch_server argv; FlagError becomes a filter error naming the flag.
+
+    Speculative-decoding combinations reported to crash (N06) are shown as warnings (or fail with
+    ``speculative_known_crash_action: fail``)."""
     try:
-        return _server_flags.render_server_args(dict(settings))
+        argv = _server_flags.render_server_args(dict(settings))
     except (_server_flags.FlagError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("sglang_service: %s" % exc)
+    for finding in _server_flags.spec_decode_findings(dict(settings)):
+        Display().warning(finding["message"])
+    return argv
 
 
 def sglang_service_check_backends(argv, cc):
