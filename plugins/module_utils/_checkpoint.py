@@ -362,8 +362,10 @@ def guard_fp4_kv(requested, facts, cc, allow_experimental=False):
     """
     warnings = []
     ckpt_fp4 = bool(facts) and is_fp4_kv_dtype(facts.get("kv_cache_quant_algo"))
-    label = "compute capability %s" % ("%d.%d" % tuple(cc) if cc and cc[1] is not None else
-                                        ("%s.x" % cc[0] if cc else "unknown"))
+    if cc and cc[1] is not None:
+        label = "compute capability %d.%d" % tuple(cc)
+    else:
+        label = "compute capability %s" % ("%s.x" % cc[0] if cc else "unknown")
     kind = "fp4_kv_unsupported_on_sm12x" if cc and int(cc[0]) == 12 else "fp4_kv_unsupported"
     if is_fp4_kv_dtype(requested) and not is_fp4_kv_capable(cc):
         if not allow_experimental:

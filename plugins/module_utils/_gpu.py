@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
+
 # (query field, result key, converter name). Order matters: it is the CSV column order.
 QUERY_FIELDS = (
     ("index", "index", "int"),
@@ -475,15 +477,14 @@ def decode_kernel_log(lines, error_kind):
 
     :returns: None, or dict ``{kind, message, reboot_required, line}``.
     """
-    from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
     if not lines:
         return None
     result = _journal.classify(lines)
     cause = result["cause"]
     if cause.startswith("gpu_wedged") or cause == "gb10_uma_exhausted":
         return {"kind": cause, "reboot_required": True, "line": result["line"],
-                "message": "%s; nvidia-smi failed (%s) after it: %s" % (result["summary"], error_kind,
-                                                                          result["remedy"])}
+                "message": "%s; nvidia-smi failed (%s) after it: %s" % (
+                    result["summary"], error_kind, result["remedy"])}
     if cause in ("bios_bar_disabled", "gpu_init_failed", "proprietary_module_on_blackwell"):
         return {"kind": cause, "reboot_required": False, "line": result["line"],
                 "message": "%s (%s). Remedy: %s" % (result["summary"], result["line"], result["remedy"])}

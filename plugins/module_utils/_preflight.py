@@ -750,10 +750,10 @@ def check_mig(gpu, cfg):
         note = " (MIG state not reported for %d GPU(s): no MIG support, or nvidia-smi -q not read)" % len(unknown) \
             if unknown else ""
         return check(name, PASS, "no GPU in MIG mode%s" % note)
-    labels = ", ".join("%s MIG %s%s" % (_gpu_label(g), g.get("mig_mode") or "?",
-                                         " (pending %s)" % g["mig_mode_pending"]
-                                         if g.get("mig_mode_pending") not in (None, g.get("mig_mode")) else "")
-                       for g in mig)
+    labels = ", ".join("%s MIG %s%s" % (
+        _gpu_label(g), g.get("mig_mode") or "?",
+        " (pending %s)" % g["mig_mode_pending"] if g.get("mig_mode_pending") not in (None, g.get("mig_mode")) else "")
+        for g in mig)
     remedy = ("disable MIG on the serving GPUs (nvidia-smi -i <index> -mig 0, then reset the GPU or reboot) or "
               "choose other GPUs with preflight_gpu_indices")
     wanted = [int(i) for i in cfg.get("gpu_indices") or []]
@@ -778,8 +778,8 @@ def check_driver_known_issues(gpu, cfg):
     if not driver:
         return check(name, SKIP, "driver version unknown")
     gpus = gpu.get("gpus") or []
-    record = "; ".join("%s VBIOS %s GSP %s" % (_gpu_label(g), g.get("vbios_version") or "?",
-                                                g.get("gsp_firmware_version") or "?") for g in gpus)
+    record = "; ".join("%s VBIOS %s GSP %s" % (
+        _gpu_label(g), g.get("vbios_version") or "?", g.get("gsp_firmware_version") or "?") for g in gpus)
     hits = [(key, note) for key, note in sorted((cfg.get("known_bad_drivers") or {}).items())
             if _driver_matches(driver, key)]
     if not hits:
@@ -948,8 +948,8 @@ def check_nccl_version(tool, cfg):
         return check(name, PASS, "NCCL %s >= %s" % (version, floor))
     status = FAIL if int(cfg["tp_size"]) > 1 else WARN
     return check(name, status, "NCCL %s < %s: collectives >= 512 KiB crashed with an illegal memory access on "
-                 "PCIe RTX PRO 6000 (NVIDIA/nccl#2418)%s" % (version, floor, "" if status == FAIL else
-                                                              "; TP 1 does not use NCCL collectives"),
+                 "PCIe RTX PRO 6000 (NVIDIA/nccl#2418)%s" % (
+                     version, floor, "" if status == FAIL else "; TP 1 does not use NCCL collectives"),
                  "upgrade torch (it bundles NCCL) or install a newer nvidia-nccl-cu13; preflight_nccl_min_version "
                  "sets the floor")
 
