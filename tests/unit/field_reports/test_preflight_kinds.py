@@ -330,3 +330,14 @@ def test_n19_nccl_floor(version, floor, tp, expect):
     tool = {"torch": {"present": True, "version": "2.7.0+cu128", "cuda": "12.8", "nccl": version}}
     _result, checks = evaluate({}, tool, require_gpu=False, tp_size=tp, nccl_min_version=floor)
     assert checks["nccl_version"]["status"] == expect
+
+
+def test_n19_recorded_sweep_on_h200_passes():
+    """roles/preflight/files/nccl_allreduce_smoke.py --gpus 1 run on an H200 (torch 2.11.0+cu130, NCCL 2.28.9):
+    the size sweep 256 KiB .. 64 MiB is recorded per rank and merged."""
+    with open(os.path.join(FR, "h200_nccl_sweep_1gpu.json")) as handle:
+        text = handle.read()
+    recorded = json.loads(text)
+    assert [s["bytes"] for s in recorded["sizes"]] == [262144, 524288, 1048576, 4194304, 16777216, 67108864]
+    check = preflight_nccl_smoke({"rc": 0, "stdout": text})
+    assert check["status"] == "pass" and "NCCL 2.28.9" in check["message"]
