@@ -739,8 +739,12 @@ def check_kernel_headers(host, cfg):
 
 # --- field reports part 2 (N-kinds; ids resolve in docs/field-reports.md) --------------------------------------------
 
-def check_mig(gpu, cfg):
-    """GPUs in MIG mode are named and never put into the tensor-parallel set."""
+def check_mig(gpu, cfg, env):
+    """GPUs in MIG mode are named and never put into the tensor-parallel set.
+
+    When a MIG GPU is left out of an automatic selection, the service (and the NCCL smoke test) get
+    ``CUDA_VISIBLE_DEVICES`` listing the chosen GPUs by UUID (CUDA accepts ``GPU-<uuid>``), so SGLang's devices
+    0..TP-1 are those GPUs and not the MIG one."""
     name = "mig_mode"
     if not gpu.get("gpu_count"):
         return check(name, SKIP, "no GPUs")
@@ -762,6 +766,16 @@ def check_mig(gpu, cfg):
         return check(name, FAIL, "preflight_gpu_indices puts GPU(s) in MIG mode into the tensor-parallel set: %s; a "
                      "MIG GPU is split into instances and cannot be one TP rank" % ", ".join(_gpu_label(g) for g in chosen),
                      remedy)
+    members, _wanted = tp_set(gpu, cfg)
+    uuids = [g.get("uuid") for g in members]
+    if members and all(uuids):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(uuids)
+        labels += "; the service gets CUDA_VISIBLE_DEVICES=%s (GPUs %s)" % (
+            env["CUDA_VISIBLE_DEVICES"], ", ".join(str(g.get("index")) for g in members))
+    else:
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g.get("index")) for g in members)
+        labels += "; the service gets CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=%s" % env["CUDA_VISIBLE_DEVICES"]
     return check(name, WARN, "GPU(s) in MIG mode left out of the tensor-parallel set: %s" % labels, remedy)
 
 
@@ -992,7 +1006,7 @@ def evaluate(gpu, tool, host, config):
         check_proxy(host, cfg, env),
         check_model_path(host, cfg),
         check_kernel_headers(host, cfg),
-        check_mig(gpu, cfg),
+        check_mig(gpu, cfg, env),
         check_driver_known_issues(gpu, cfg),
         check_kernel_module(gpu, cfg),
         check_triton_ptxas(tool, cfg, env),

@@ -92,6 +92,8 @@ def test_mig_gpu_is_left_out_of_the_tp_set_and_named(tmp_path):
     assert "GPU 0" in checks["mig_mode"]["message"] and "0000:01:00.0" in checks["mig_mode"]["message"]
     assert checks["tensor_parallel_gpus"]["status"] == "pass"
     assert checks["gpu_compute_capability"]["message"].startswith("tensor-parallel GPUs 1, 2 ")
+    # the service sees only the chosen GPUs (SGLang uses CUDA devices 0..TP-1)
+    assert result["service_env"]["CUDA_VISIBLE_DEVICES"] == "GPU-1,GPU-2"
     # TP 3 needs the MIG GPU: refused, and the message names why
     _result, checks = evaluate(gpu, tp_size=3)
     assert checks["tensor_parallel_gpus"]["status"] == "fail"
