@@ -75,9 +75,11 @@ DEFAULT_CONFIG = {
     "triton_ptxas_env": True,
 }
 
-# PCI device ids of Blackwell GPUs (vendor 0x10de): GB10x/GB20x families. Source: the PCI ID repository
-# (pci-ids.ucw.cz) entries "GB202" 2b80-2bff, "GB203" 2c00-2c7f, "GB205" 2f00-2f7f, "GB206" 2d00-2d7f,
-# "GB207" 2d80-2dff, "GB100/GB102" 2900-29ff, "GB10" 2e00-2e7f (ranges per chip in that database).
+# PCI device ids of Blackwell GPUs (vendor 0x10de), per chip: GB100/GB102 2900-29ff, GB202 2b80-2bff, GB203
+# 2c00-2c7f, GB206/GB207 2d00-2dff, GB10 2e00-2e7f, GB205 2f00-2f7f. 10de:2b85 (RTX 5090) is the one id the field
+# reports show (open-gpu-kernel-modules#862); the ranges follow the PCI ID repository's chip grouping as known when
+# this was written and were not re-checked against a pci.ids file here (none on the build machines). A GPU that
+# nvidia-smi lists with compute capability >= 10 counts as Blackwell whatever its id.
 BLACKWELL_PCI_RANGES = ((0x2900, 0x29ff), (0x2b80, 0x2bff), (0x2c00, 0x2c7f), (0x2d00, 0x2dff), (0x2e00, 0x2e7f),
                         (0x2f00, 0x2f7f))
 # ptxas learned sm_120 in CUDA 12.8 and sm_121 in CUDA 12.9 (CUDA release notes), so a Triton-bundled ptxas older
