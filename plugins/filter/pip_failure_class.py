@@ -12,11 +12,19 @@ description:
   - Returns the first matching verdict of C(torch_replaced), C(resolver_cuda_major_conflict), C(resolver_conflict),
     C(no_matching_distribution), C(network_unreachable), C(build_failed), C(disk_full), else C(unknown)
     (field report B19).
+  - A C(.devYYYYMMDD) pin the index no longer serves is C(nightly_pin_purged) (every listed nightly is newer, or
+    every one older) or C(nightly_pin_missing) (listed dates on both sides) instead of C(no_matching_distribution)
+    (field report N14, docs/field-reports.md).
 options:
   _input:
     description: The combined stdout and stderr of the failed command.
     type: str
     required: true
+  detail:
+    description:
+      - Return a dict C(verdict), C(requirement), C(pin_date), C(listed_dates), C(remedy) instead of the verdict name.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -27,15 +35,16 @@ EXAMPLES = r"""
 
 RETURN = r"""
 _value:
-  description: The verdict name.
-  type: str
+  description: The verdict name (a dict with O(detail)).
+  type: raw
 """
 
-from ansible_collections.blackwell.sglang.plugins.module_utils._sglang_deps import classify_pip_failure
+from ansible_collections.blackwell.sglang.plugins.module_utils._sglang_deps import explain_pip_failure
 
 
-def pip_failure_class(text):
-    return classify_pip_failure(text if isinstance(text, str) else str(text or ""))
+def pip_failure_class(text, detail=False):
+    result = explain_pip_failure(text if isinstance(text, str) else str(text or ""))
+    return result if detail else result["verdict"]
 
 
 class FilterModule(object):

@@ -8,14 +8,17 @@ from __future__ import annotations
 import re
 
 from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _multinode
+from ansible_collections.blackwell.sglang.plugins.module_utils import _preflight
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics
 
 DOCUMENTATION_NOTE = """
 sglang_service_args(settings) -> list      argv for launch_server (see _server_flags.render_server_args)
 sglang_service_check_backends(argv, cc)    argv unchanged, or an error from the SM12x allow-list
+sglang_service_env_warnings(env, cc) -> list   warnings about the unit environment (N01 TRITON_PTXAS_PATH)
 systemd_exec_args(argv) -> str             argv quoted for a systemd Exec line (%% and $$ escaped, ${VAR} kept)
 sglang_pinned_backend_evidence(probe, flag, value) -> dict|None   the probe's evidence against a pinned backend
 nvidia_device_groups(proc_devices) -> list  char device groups named nvidia* in /proc/devices text
@@ -27,11 +30,25 @@ _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
 def sglang_service_args(settings):
-    """Render the launch_server argv; FlagError becomes a filter error naming the flag."""
+    """Render the launch_server argv; FlagError becomes a filter error naming the flag.
+
+    Speculative-decoding combinations reported to crash (N06) are shown as warnings (or fail with
+    ``speculative_known_crash_action: fail``)."""
     try:
-        return _server_flags.render_server_args(dict(settings))
+        argv = _server_flags.render_server_args(dict(settings))
     except (_server_flags.FlagError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("sglang_service: %s" % exc)
+    for finding in _server_flags.spec_decode_findings(dict(settings)):
+        Display().warning(finding["message"])
+    return argv
+
+
+def sglang_service_env_warnings(env, cc):
+    """Warnings for the rendered service environment (N01: TRITON_PTXAS_PATH on compute capability 12.x)."""
+    warnings = _preflight.service_env_warnings(dict(env or {}), cc)
+    for warning in warnings:
+        Display().warning(warning)
+    return warnings
 
 
 def sglang_service_check_backends(argv, cc):
@@ -120,6 +137,7 @@ class FilterModule(object):
         return {
             "sglang_service_args": sglang_service_args,
             "sglang_service_check_backends": sglang_service_check_backends,
+            "sglang_service_env_warnings": sglang_service_env_warnings,
             "systemd_exec_args": systemd_exec_args,
             "sglang_pinned_backend_evidence": sglang_pinned_backend_evidence,
             "nvidia_device_groups": nvidia_device_groups,

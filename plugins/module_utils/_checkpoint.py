@@ -169,7 +169,8 @@ def checkpoint_facts(model_dir):
         ``kv_scale_tensors`` ({k_scale, v_scale, kv_scale}), ``num_shards``, ``total_bytes`` (bytes: the index's
         ``metadata.total_size`` = tensor bytes when present, else the sum of shard file sizes),
         ``shard_bytes_on_disk`` (sum of shard files that exist), ``missing_shards`` (listed in the index but
-        absent), ``tensor_names_from`` ("index" or "headers").
+        absent), ``tensor_names_from`` ("index" or "headers"), ``quant`` (:func:`canonical_quant` record or None),
+        ``quant_layout_error`` (the ``quant_layout_unknown`` message or None), ``context`` (:func:`context_limits`).
     :raises CheckpointError: when the directory or ``config.json`` is missing, or no safetensors are found.
     """
     if not os.path.isdir(model_dir):
@@ -211,7 +212,18 @@ def checkpoint_facts(model_dir):
         total_bytes = on_disk
     scales = scan_tensor_names(names)
     text_config = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
+    hf_quant_path = os.path.join(model_dir, "hf_quant_config.json")
+    tok_path = os.path.join(model_dir, "tokenizer_config.json")
+    try:
+        canonical, canonical_error = canonical_quant(
+            config, _load_json(hf_quant_path) if os.path.isfile(hf_quant_path) else None), None
+    except QuantLayoutError as exc:
+        canonical, canonical_error = None, str(exc)
+    tokenizer_config = _load_json(tok_path) if os.path.isfile(tok_path) else None
     return {
+        "quant": canonical,
+        "quant_layout_error": canonical_error,
+        "context": context_limits(config, tokenizer_config if isinstance(tokenizer_config, dict) else None),
         "model_path": model_dir,
         "model_type": config.get("model_type"),
         "architectures": config.get("architectures") or [],
@@ -315,3 +327,395 @@ def decide_kv_cache_dtype(facts, requested=None, allow_fp8_without_scales=False,
                             "capture on SM120 (B13); verify with the smoke test" % requested)
         return {"dtype": requested, "reason": "operator choice", "warnings": warnings}
     return {"dtype": requested, "reason": "operator choice", "warnings": warnings}
+
+
+# --- field reports part 2 (N-kinds; docs/field-reports.md) -----------------------------------------------------------
+
+# FP4 KV cache (N04): NVFP4 KV needs the trtllm-gen FP4 FMHA, built for sm_100/sm_103 only (club-3090#574:
+# "--kv-cache-dtype nvfp4 requires sm100f"). A family allow-list, never "cc >= 10" (which lets 12.x through).
+FP4_KV_CAPABLE = frozenset([(10, 0), (10, 3)])
+
+
+def is_fp4_kv_dtype(value):
+    """``fp4_e2m1``, ``nvfp4``, ``fp4*`` (any spelling) are FP4 KV-cache dtypes."""
+    text = str(value or "").strip().lower()
+    return text.startswith("fp4") or text.startswith("nvfp4") or text.startswith("mxfp4")
+
+
+def is_fp4_kv_capable(cc):
+    """True only for compute capabilities on :data:`FP4_KV_CAPABLE` (``(10, 0)``, ``(10, 3)``); ``cc`` a tuple."""
+    if not cc:
+        return False
+    return (int(cc[0]), int(cc[1]) if len(cc) > 1 and cc[1] is not None else -1) in FP4_KV_CAPABLE
+
+
+def guard_fp4_kv(requested, facts, cc, allow_experimental=False):
+    """Apply the FP4 KV rules before :func:`decide_kv_cache_dtype`.
+
+    :param requested: the operator's ``--kv-cache-dtype`` (may be None).
+    :param facts: checkpoint facts or None.
+    :param cc: ``(major, minor)`` or None.
+    :returns: ``(requested, warnings)``: ``requested`` unchanged, or ``"bf16"`` when the checkpoint declares an FP4
+        KV cache and nothing was requested (``auto`` would turn into FP4).
+    :raises ValueError: ``fp4_kv_unsupported_on_sm12x`` (or ``fp4_kv_unsupported``) when FP4 is requested for a GPU
+        off the allow-list without ``allow_experimental``; ``auto`` with an FP4-KV checkpoint off the allow-list.
+    """
+    warnings = []
+    ckpt_fp4 = bool(facts) and is_fp4_kv_dtype(facts.get("kv_cache_quant_algo"))
+    if cc and cc[1] is not None:
+        label = "compute capability %d.%d" % tuple(cc)
+    else:
+        label = "compute capability %s" % ("%s.x" % cc[0] if cc else "unknown")
+    kind = "fp4_kv_unsupported_on_sm12x" if cc and int(cc[0]) == 12 else "fp4_kv_unsupported"
+    if is_fp4_kv_dtype(requested) and not is_fp4_kv_capable(cc):
+        if not allow_experimental:
+            raise ValueError("%s: --kv-cache-dtype %s needs the sm_100/sm_103 FP4 FMHA; %s is not on the FP4-KV "
+                             "allow-list (10.0, 10.3): it fails at boot ('requires sm100f') or gives silent garbage "
+                             "(field report N04). Use bf16, or set sglang_service_allow_experimental_fp4_kv: true"
+                             % (kind, requested, label))
+        warnings.append("%s: experimental FP4 KV cache forced on %s (override set); check outputs for '!' "
+                        "(token id 0) garbage" % (kind, label))
+    if ckpt_fp4 and (requested or "").strip() in ("", "auto") and not is_fp4_kv_capable(cc):
+        if (requested or "").strip() == "auto":
+            raise ValueError("%s: --kv-cache-dtype auto would follow the checkpoint's kv_cache_quant_algo %s into an "
+                             "FP4 KV cache on %s (N04); choose bf16" % (kind, facts.get("kv_cache_quant_algo"), label))
+        warnings.append("checkpoint declares kv_cache_quant_algo %s; rendering --kv-cache-dtype bf16 (never FP4 "
+                        "or auto on %s, N04)" % (facts.get("kv_cache_quant_algo"), label))
+        return "bf16", warnings
+    return requested, warnings
+
+
+# --- transformers / SGLang know the model type (N07) -----------------------------------------------------------------
+# Minimum transformers versions that the reports name for a model_type (a hint in the message; the verdict itself
+# comes from the venv's CONFIG_MAPPING_NAMES): unsloth#5237 "minimum required version is 5.2.0" for Qwen3.5.
+KNOWN_MIN_TRANSFORMERS = {
+    "qwen3_5": ("5.2.0", "unsloth#5237"),
+    "qwen3_5_moe": ("5.2.0", "unsloth#5237"),
+}
+
+MODEL_SUPPORT_PROBE = r"""
+import json, sys
+out = {"transformers_version": None, "config_mapping": None, "sglang_version": None, "sglang_archs": None,
+       "errors": []}
+try:
+    import transformers
+    out["transformers_version"] = transformers.__version__
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+    out["config_mapping"] = sorted(CONFIG_MAPPING_NAMES)
+except Exception as exc:
+    out["errors"].append("transformers: %s: %s" % (type(exc).__name__, exc))
+if sys.argv[1:2] == ["1"]:
+    try:
+        import sglang
+        out["sglang_version"] = getattr(sglang, "__version__", None)
+        from sglang.srt.models.registry import ModelRegistry
+        out["sglang_archs"] = sorted(ModelRegistry.get_supported_archs())
+    except Exception as exc:
+        out["errors"].append("sglang registry: %s: %s" % (type(exc).__name__, exc))
+print(json.dumps(out))
+"""
+
+
+def check_model_support(model_type, architectures, probe):
+    """Does the venv know this checkpoint's ``model_type`` (transformers) and architectures (SGLang)?
+
+    :param probe: the JSON of :data:`MODEL_SUPPORT_PROBE` run with the venv python.
+    :returns: dict ``status`` (``pass`` / ``fail`` / ``skip``), ``cause`` (``model_type_unsupported`` or None),
+        ``message``.
+    """
+    probe = probe or {}
+    mapping = probe.get("config_mapping")
+    version = probe.get("transformers_version") or "unknown"
+    if not model_type:
+        return {"status": "skip", "cause": None, "message": "config.json has no model_type"}
+    if mapping is None:
+        return {"status": "skip", "cause": None, "message": "transformers registry not readable: %s"
+                % "; ".join(probe.get("errors") or ["no probe output"])}
+    problems = []
+    if model_type not in mapping:
+        hint = KNOWN_MIN_TRANSFORMERS.get(model_type)
+        problems.append("%s not in transformers %s%s" % (
+            model_type, version, "; %s reports >= %s needed" % (hint[1], hint[0]) if hint else ""))
+    archs = probe.get("sglang_archs")
+    if archs is not None:
+        missing = [a for a in architectures or [] if a not in archs]
+        if missing and len(missing) == len(architectures or []):
+            problems.append("architectures %s not in SGLang %s's model registry" % (
+                ", ".join(missing), probe.get("sglang_version") or "(version unknown)"))
+    if problems:
+        return {"status": "fail", "cause": "model_type_unsupported",
+                "message": "model_type_unsupported: %s (field report N07): upgrade transformers / SGLang in the "
+                           "release" % "; ".join(problems)}
+    return {"status": "pass", "cause": None, "message": "%s is known to transformers %s" % (model_type, version)}
+
+
+# --- context length against the native window (N09) -----------------------------------------------------------------
+_POSITION_KEYS = ("max_position_embeddings", "max_sequence_length", "seq_length", "n_positions", "max_seq_len")
+# RoPE scalings that extend the window statically (SGLang's derived limit grows by the factor): YaRN, linear.
+STATIC_ROPE_TYPES = ("yarn", "linear")
+# transformers writes int(1e30) as model_max_length when a tokenizer sets no limit.
+_NO_TOKENIZER_LIMIT = 10 ** 18
+
+
+def _rope(section):
+    for key in ("rope_scaling", "rope_parameters"):
+        value = section.get(key)
+        if isinstance(value, dict) and value:
+            return key, value
+    return None, None
+
+
+def context_limits(config, tokenizer_config=None):
+    """The context window a checkpoint supports.
+
+    :param config: parsed ``config.json`` (top level and ``text_config`` are both read; ``text_config`` wins for
+        multimodal wrappers).
+    :param tokenizer_config: parsed ``tokenizer_config.json`` or None.
+    :returns: dict ``native`` (positions the model was trained for, or None), ``limit`` (native, or
+        ``factor x original_max_position_embeddings`` under a static YaRN/linear RoPE scaling, whichever is larger),
+        ``rope`` (``{type, factor, original, source}`` or None), ``tokenizer_max`` (int or None).
+    """
+    config = config or {}
+    sections = [config]
+    if isinstance(config.get("text_config"), dict):
+        sections.insert(0, config["text_config"])
+    native = None
+    for section in sections:
+        for key in _POSITION_KEYS:
+            if isinstance(section.get(key), int):
+                native = section[key]
+                break
+        if native is not None:
+            break
+    rope = None
+    for label, section in (("text_config", config.get("text_config")), ("config", config)):
+        if not isinstance(section, dict):
+            continue
+        key, value = _rope(section)
+        if value is None:
+            continue
+        rtype = str(value.get("rope_type") or value.get("type") or "").lower()
+        rope = {"type": rtype, "factor": value.get("factor"), "source": "%s.%s" % (label, key),
+                "original": value.get("original_max_position_embeddings") or native}
+        break
+    limit = native
+    if rope and rope["type"] in STATIC_ROPE_TYPES and rope.get("factor") and rope.get("original"):
+        limit = max(native or 0, int(float(rope["factor"]) * int(rope["original"])))
+    tok = (tokenizer_config or {}).get("model_max_length")
+    tok = int(tok) if isinstance(tok, (int, float)) and tok < _NO_TOKENIZER_LIMIT else None
+    return {"native": native, "limit": limit, "rope": rope, "tokenizer_max": tok}
+
+
+def _truthy(value):
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def check_context_length(limits, requested, env=None, draft_tokens=0):
+    """Validate ``sglang_service_context_length`` against :func:`context_limits`.
+
+    :returns: dict ``status`` (``pass``/``warn``/``fail``), ``cause`` (``context_beyond_native``,
+        ``context_override_without_yarn`` or None), ``messages`` (list), ``warnings`` (list: ``tokenizer_caps_context``,
+        ``spec_context_headroom``).
+    """
+    env = env or {}
+    messages, warnings = [], []
+    cause = None
+    limit = limits.get("limit")
+    native = limits.get("native")
+    yarn = bool(limits.get("rope")) and limits["rope"]["type"] in STATIC_ROPE_TYPES
+    if _truthy(env.get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN", "")) and not yarn:
+        cause = "context_override_without_yarn"
+        messages.append("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is set but the checkpoint has no static YaRN rope "
+                        "scaling: positions past %s run on unscaled RoPE and the model silently forgets (N09); drop "
+                        "the variable, or use a config with rope_scaling/rope_parameters type yarn" % native)
+    if requested:
+        requested = int(requested)
+        if limit and requested > limit:
+            cause = cause or "context_beyond_native"
+            messages.append("context_beyond_native: context_length %d > %d (%s) of this checkpoint (N09); lower "
+                            "sglang_service_context_length or add static YaRN rope scaling"
+                            % (requested, limit, "native window" if limit == native else "YaRN-extended window"))
+        tok = limits.get("tokenizer_max")
+        if tok and tok < requested:
+            warnings.append("tokenizer_caps_context: tokenizer_config.json model_max_length %d < requested %d: a "
+                            "stale tokenizer limit caps prompts silently (N09)" % (tok, requested))
+        if draft_tokens and limit and requested > limit - int(draft_tokens):
+            warnings.append("spec_context_headroom: context_length %d leaves fewer than %d positions for the "
+                            "speculative draft tokens below the limit %d; illegal memory accesses near the boundary "
+                            "were reported (sglang#34239, N06)" % (requested, int(draft_tokens), limit))
+    status = "fail" if cause else ("warn" if warnings else "pass")
+    return {"status": status, "cause": cause, "messages": messages, "warnings": warnings}
+
+
+# --- one canonical record for the quantisation layouts (N12) ----------------------------------------------------------
+
+class QuantLayoutError(ValueError):
+    """``quant_layout_unknown``: a quantisation description this collection cannot map to a format."""
+
+
+def _ct_scheme(scheme):
+    """compressed-tensors weight/activation scheme -> ``NVFP4`` / ``MXFP4`` / ``FP8`` / ``INT8`` / ``INT4`` / None."""
+    if not isinstance(scheme, dict):
+        return None
+    bits = scheme.get("num_bits")
+    kind = str(scheme.get("type") or "").lower()
+    if bits == 4 and kind == "float":
+        return "NVFP4" if scheme.get("group_size") in (16, None) else "MXFP4"
+    if bits == 8 and kind == "float":
+        return "FP8"
+    if bits in (4, 8) and kind == "int":
+        return "INT%d" % bits
+    return None
+
+
+# method names per format, preferred first; the first one the installed SGLang's parser offers is rendered
+QUANT_METHODS = {
+    "NVFP4": ["modelopt_fp4"],
+    "FP8": ["modelopt_fp8", "modelopt"],
+    "MIXED_NVFP4": ["modelopt_mixed", "modelopt_fp4"],
+    "MIXED_FP8_INT4": ["w4afp8"],
+}
+PASSTHROUGH_METHODS = ("fp8", "awq", "gptq", "mxfp4", "bitsandbytes", "gguf", "mxfp8", "auto-round", "w8a8_fp8",
+                       "w8a8_int8", "moe_wna16", "modelslim", "petit_nvfp4")
+
+
+def canonical_quant(config, hf_quant=None):
+    """Normalise every quantisation layout to one record (field report N12).
+
+    :param config: parsed ``config.json``. :param hf_quant: parsed ``hf_quant_config.json`` or None.
+    :returns: None for an unquantised checkpoint, else dict ``layout`` (``modelopt``, ``modelopt_mixed``,
+        ``compressed-tensors``, ``hybrid_fp8_nvfp4_moe``, ``quant_method``), ``weights`` (``NVFP4``, ``FP8``,
+        ``MIXED`` ...), ``weight_formats`` (for MIXED), ``activations``, ``linear``, ``moe``, ``producer``,
+        ``methods`` (``--quantization`` candidates, preferred first), ``method`` (the first).
+    :raises QuantLayoutError: for a layout or algorithm that cannot be mapped.
+    """
+    config = config or {}
+    qcfg = config.get("quantization_config") if isinstance(config.get("quantization_config"), dict) else None
+    if qcfg is None and isinstance(config.get("text_config"), dict):
+        inner = config["text_config"].get("quantization_config")
+        qcfg = inner if isinstance(inner, dict) else None
+    record = {"layout": None, "weights": None, "weight_formats": [], "activations": None, "linear": None,
+              "moe": None, "producer": None, "methods": [], "method": None}
+    if isinstance(hf_quant, dict):
+        quant = hf_quant.get("quantization", hf_quant)
+        producer = hf_quant.get("producer")
+        record["producer"] = producer.get("name") if isinstance(producer, dict) else producer
+        algo = normalize_algo(quant.get("quant_algo"))
+        moe = normalize_algo(quant.get("moe_quant_algo"))
+        cfg_method = str((qcfg or {}).get("quant_method") or "").lower()
+        if algo == "MIXED_PRECISION":
+            layers = quant.get("quantized_layers") or {}
+            formats = sorted(set(normalize_algo(v.get("quant_algo")) for v in layers.values()
+                                 if isinstance(v, dict) and v.get("quant_algo")))
+            if not formats:
+                raise QuantLayoutError("quant_layout_unknown: hf_quant_config.json says MIXED_PRECISION but lists no "
+                                       "quantized_layers with a quant_algo")
+            nvfp4 = any(f in ("NVFP4", "W4A16_NVFP4") for f in formats)
+            record.update({"layout": "modelopt_mixed", "weights": "MIXED", "weight_formats": formats,
+                           "methods": list(QUANT_METHODS["MIXED_NVFP4" if nvfp4 else "MIXED_FP8_INT4"])})
+        elif moe == "NVFP4" and (algo == "FP8" or cfg_method == "fp8"):
+            record.update({"layout": "hybrid_fp8_nvfp4_moe", "weights": "MIXED", "weight_formats": ["FP8", "NVFP4"],
+                           "linear": "FP8", "moe": "NVFP4", "methods": ["fp8"]})
+        elif algo in ("NVFP4", "FP4", "W4A16_NVFP4") or (algo and "FP4" in algo):
+            record.update({"layout": "modelopt", "weights": "NVFP4", "linear": "NVFP4",
+                           "activations": "NVFP4" if algo != "W4A16_NVFP4" else None,
+                           "moe": moe or "NVFP4", "methods": list(QUANT_METHODS["NVFP4"])})
+        elif algo == "FP8":
+            record.update({"layout": "modelopt", "weights": "FP8", "linear": "FP8", "activations": "FP8",
+                           "moe": moe or "FP8", "methods": list(QUANT_METHODS["FP8"])})
+        else:
+            raise QuantLayoutError("quant_layout_unknown: hf_quant_config.json quant_algo %r (moe_quant_algo %r) is "
+                                   "not a layout this collection knows; set sglang_service_quantization explicitly"
+                                   % (quant.get("quant_algo"), quant.get("moe_quant_algo")))
+    elif qcfg is not None:
+        method = str(qcfg.get("quant_method") or "").lower()
+        if method in ("compressed-tensors", "compressed_tensors"):
+            groups = qcfg.get("config_groups") or {}
+            weights = sorted(set(_ct_scheme(g.get("weights")) for g in groups.values() if isinstance(g, dict)) - {None})
+            acts = sorted(set(_ct_scheme(g.get("input_activations")) for g in groups.values()
+                              if isinstance(g, dict)) - {None})
+            if not weights:
+                raise QuantLayoutError("quant_layout_unknown: compressed-tensors config without a weight scheme this "
+                                       "collection can read (config_groups %s)" % sorted(groups))
+            record.update({"layout": "compressed-tensors", "weights": weights[0] if len(weights) == 1 else "MIXED",
+                           "weight_formats": weights, "activations": acts[0] if len(acts) == 1 else (acts or None),
+                           "linear": weights[0] if len(weights) == 1 else "MIXED",
+                           "methods": ["compressed-tensors"], "producer": "llm-compressor"})
+        elif method == "modelopt":
+            algo = normalize_algo(qcfg.get("quant_algo"))
+            if algo and "FP4" in algo:
+                record.update({"layout": "modelopt", "weights": "NVFP4", "linear": "NVFP4", "activations": "NVFP4",
+                               "methods": list(QUANT_METHODS["NVFP4"])})
+            elif algo == "FP8":
+                record.update({"layout": "modelopt", "weights": "FP8", "linear": "FP8",
+                               "methods": list(QUANT_METHODS["FP8"])})
+            else:
+                raise QuantLayoutError("quant_layout_unknown: config.json quantization_config modelopt with quant_algo "
+                                       "%r" % qcfg.get("quant_algo"))
+        elif method in PASSTHROUGH_METHODS:
+            fmt = normalize_algo(qcfg.get("fmt") or method)
+            record.update({"layout": "quant_method", "weights": fmt, "linear": fmt, "methods": [method]})
+        elif method:
+            raise QuantLayoutError("quant_layout_unknown: config.json quantization_config quant_method %r is not a "
+                                   "layout this collection knows; set sglang_service_quantization explicitly" % method)
+        else:
+            return None
+    else:
+        return None
+    record["method"] = record["methods"][0] if record["methods"] else None
+    return record
+
+
+def choose_quantization(record, choices=None):
+    """The ``--quantization`` value for a canonical record: the first candidate the parser offers.
+
+    :param choices: the installed SGLang's ``--quantization`` choices (None = not known: the first candidate).
+    :returns: ``(value_or_None, warnings)``.
+    :raises QuantLayoutError: when the parser offers none of the candidates.
+    """
+    if not record:
+        return None, []
+    if choices is None:
+        return record["method"], []
+    for index, method in enumerate(record["methods"]):
+        if method in choices:
+            warnings = [] if index == 0 else [
+                "%s checkpoint: this SGLang has no --quantization %s; rendering %s (check the FP4 probe)"
+                % (record["layout"], record["methods"][0], method)]
+            return method, warnings
+    raise QuantLayoutError("quant_layout_unknown: none of %s is a --quantization choice of this SGLang (%s)"
+                           % (", ".join(record["methods"]), ", ".join(choices)))
+
+
+def draft_quantization(draft_dir, target_record=None, explicit=None):
+    """``--speculative-draft-model-quantization`` for an EAGLE/MTP draft checkpoint (field report N05).
+
+    SGLang copies ``--quantization`` to the draft when this flag is unset; a BF16 draft then fails with
+    ``Cannot find the config file for <q>`` (sglang#28196).
+
+    :param draft_dir: local draft checkpoint directory.
+    :param target_record: :func:`canonical_quant` of the target (or None).
+    :param explicit: the operator's value (wins, never refused).
+    :returns: dict ``value`` (``unquant`` or the draft's method), ``draft`` (its canonical record or None),
+        ``reason``.
+    :raises ValueError: ``draft_quant_mismatch`` when the draft is quantised in another format than the target
+        and nothing explicit was given; :class:`CheckpointError` when the draft directory has no config.json.
+    """
+    if explicit:
+        return {"value": explicit, "draft": None, "reason": "operator choice"}
+    config_path = os.path.join(draft_dir, "config.json")
+    if not os.path.isfile(config_path):
+        raise CheckpointError("speculative draft model %s has no config.json" % draft_dir)
+    config = _load_json(config_path)
+    hf_path = os.path.join(draft_dir, "hf_quant_config.json")
+    hf_quant = _load_json(hf_path) if os.path.isfile(hf_path) else None
+    record = canonical_quant(config, hf_quant)
+    if record is None:
+        return {"value": "unquant", "draft": None,
+                "reason": "draft %s has no quantization_config / hf_quant_config.json: unquant (it would otherwise "
+                          "inherit the target's --quantization)" % draft_dir}
+    if target_record and record["weights"] != target_record.get("weights"):
+        raise ValueError("draft_quant_mismatch: draft %s is %s but the target is %s; set "
+                         "sglang_service_speculative.draft_model_quantization explicitly (N05)"
+                         % (draft_dir, record["weights"], target_record.get("weights")))
+    return {"value": record["method"], "draft": record, "reason": "draft's own quantisation (%s)" % record["layout"]}

@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
+
 # (query field, result key, converter name). Order matters: it is the CSV column order.
 QUERY_FIELDS = (
     ("index", "index", "int"),
@@ -208,6 +210,11 @@ def classify_nvidia_smi_failure(rc, stdout, stderr):
             "message": "nvidia-smi cannot communicate with the NVIDIA kernel driver (module not loaded, or built "
                        "for another kernel): check 'dkms status' and 'modprobe nvidia'",
         }
+    if "unable to determine the device handle" in low or "gpu is lost" in low or "gpu requires reset" in low \
+            or "gpu has fallen off the bus" in low:
+        return {"kind": "gpu_lost", "no_gpu": False, "reboot_required": True,
+                "message": "nvidia-smi cannot reach a GPU (device handle lost / GPU requires reset): the GPU is wedged "
+                           "and needs a reboot (field report N03)"}
     if "no devices were found" in low:
         return {"kind": "no_devices", "no_gpu": True, "reboot_required": False,
                 "message": "nvidia-smi found no NVIDIA devices"}
@@ -383,13 +390,117 @@ def _read(path):
         return None
 
 
-def collect(run, nvidia_smi, lspci=None, sysfs_root="/sys", proc_root="/proc", topology=True, pcie=True):
+_Q_GPU_RE = re.compile(r"^GPU ([0-9A-Fa-f]+:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$")
+_Q_VALUE_RE = re.compile(r"^(\s*)([^:]+?)\s*:\s*(.*)$")
+
+
+def parse_q_details(text):
+    """Per-GPU states from ``nvidia-smi -q``: MIG mode, GSP firmware, VBIOS, compute mode.
+
+    :returns: dict bus id (``0000:01:00.0``) -> ``{mig_mode, mig_mode_pending, gsp_firmware_version,
+        vbios_version, compute_mode}`` (None when not reported or ``N/A``).
+    """
+    result = {}
+    current = None
+    section = None
+    for line in (text or "").splitlines():
+        match = _Q_GPU_RE.match(line.strip()) if not line.startswith(" ") else None
+        if match:
+            current = normalize_bus_id(match.group(1))
+            result[current] = {"mig_mode": None, "mig_mode_pending": None, "gsp_firmware_version": None,
+                               "vbios_version": None, "compute_mode": None}
+            section = None
+            continue
+        if current is None:
+            continue
+        stripped = line.strip()
+        if stripped and ":" not in stripped:
+            section = stripped
+            continue
+        value = _Q_VALUE_RE.match(line)
+        if not value:
+            continue
+        key, raw = value.group(2).strip(), value.group(3).strip()
+        val = None if is_unavailable(raw) else raw
+        if section == "MIG Mode" and key in ("Current", "Pending"):
+            result[current]["mig_mode" if key == "Current" else "mig_mode_pending"] = val
+        elif key == "GSP Firmware Version":
+            result[current]["gsp_firmware_version"] = val
+        elif key == "VBIOS Version":
+            result[current]["vbios_version"] = val
+        elif key == "Compute Mode":
+            result[current]["compute_mode"] = val
+    return result
+
+
+def parse_kernel_module(version_text, license_text=None):
+    """``/proc/driver/nvidia/version`` (and optionally ``modinfo nvidia`` output): open or proprietary module.
+
+    ``NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.51.03 ...`` is the open module; the proprietary
+    one says ``NVIDIA UNIX x86_64 Kernel Module``; ``license: Dual MIT/GPL`` (modinfo) is the open one, ``NVIDIA`` the
+    proprietary (open-gpu-kernel-modules#259).
+
+    :returns: dict ``{open: bool|None, version, source}``.
+    """
+    text = version_text or ""
+    version = re.search(r"Kernel Module(?: for \S+)?\s+([0-9][0-9.]+)", text)
+    if "NVRM version" in text:
+        return {"open": "Open Kernel Module" in text, "version": version.group(1) if version else None,
+                "source": "/proc/driver/nvidia/version"}
+    lic = re.search(r"^license:\s*(.+)$", license_text or "", re.M)
+    if lic:
+        return {"open": "MIT" in lic.group(1) or "GPL" in lic.group(1), "version": None, "source": "modinfo"}
+    return {"open": None, "version": None, "source": None}
+
+
+def nvidia_pci_devices(sysfs_root="/sys"):
+    """NVIDIA display/3D controllers from sysfs (vendor 0x10de, class 0x03xxxx): ``[{bus_id, device_id}]``.
+
+    Works when nvidia-smi sees nothing ("No devices were found", N20)."""
+    base = os.path.join(sysfs_root, "bus", "pci", "devices")
+    found = []
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return found
+    for name in names:
+        vendor = (_read(os.path.join(base, name, "vendor")) or "").strip().lower()
+        klass = (_read(os.path.join(base, name, "class")) or "").strip().lower()
+        if vendor == "0x10de" and klass.startswith("0x03"):
+            device = (_read(os.path.join(base, name, "device")) or "").strip().lower().replace("0x", "")
+            found.append({"bus_id": name, "device_id": "10de:%s" % device})
+    return found
+
+
+def decode_kernel_log(lines, error_kind):
+    """Refine an nvidia-smi failure with the kernel log (N03, N20): a wedge or an adapter-init failure wins.
+
+    :returns: None, or dict ``{kind, message, reboot_required, line}``.
+    """
+    if not lines:
+        return None
+    result = _journal.classify(lines)
+    cause = result["cause"]
+    if cause.startswith("gpu_wedged") or cause == "gb10_uma_exhausted":
+        return {"kind": cause, "reboot_required": True, "line": result["line"],
+                "message": "%s; nvidia-smi failed (%s) after it: %s" % (
+                    result["summary"], error_kind, result["remedy"])}
+    if cause in ("bios_bar_disabled", "gpu_init_failed", "proprietary_module_on_blackwell"):
+        return {"kind": cause, "reboot_required": False, "line": result["line"],
+                "message": "%s (%s). Remedy: %s" % (result["summary"], result["line"], result["remedy"])}
+    return None
+
+
+def collect(run, nvidia_smi, lspci=None, sysfs_root="/sys", proc_root="/proc", topology=True, pcie=True,
+            kernel_log=None):
     """Gather the GPU facts of this host.
 
     :param run: callable ``run(argv) -> (rc, stdout, stderr)`` (``AnsibleModule.run_command`` semantics, no shell).
     :param nvidia_smi: absolute path of nvidia-smi, or None when none was found (then ``gpu_count`` is 0 and
         ``reason`` says so: not a failure).
     :param lspci: absolute path of lspci or None (ACS state then unknown, with a reason).
+    :param kernel_log: callable ``() -> list[str]`` of this boot's kernel log (``journalctl -k -b``), read only when
+        nvidia-smi fails, to tell a wedged GPU (Xid 119/154/8/79) or a BIOS BAR problem from a missing driver.
     :raises NvidiaSmiError: when nvidia-smi exists but is too old for the query (kind ``too_old``); every other
         nvidia-smi failure is reported in the result (``error``, ``reason``, ``reboot_required``).
     :returns: dict with ``nvidia_smi``, ``driver_version``, ``cuda_driver_version``, ``gpu_count``, ``gpus``,
@@ -408,6 +519,9 @@ def collect(run, nvidia_smi, lspci=None, sysfs_root="/sys", proc_root="/proc", t
         "p2p_read": None,
         "pcie": {},
         "iommu": parse_iommu_cmdline(_read(os.path.join(proc_root, "cmdline"))),
+        "kernel_module": parse_kernel_module(_read(os.path.join(proc_root, "driver", "nvidia", "version"))),
+        "pci_devices": nvidia_pci_devices(sysfs_root),
+        "kernel_log_line": None,
         "warnings": [],
     }
     if not nvidia_smi:
@@ -421,6 +535,13 @@ def collect(run, nvidia_smi, lspci=None, sysfs_root="/sys", proc_root="/proc", t
         facts["error"] = info["kind"]
         facts["reason"] = info["message"]
         facts["reboot_required"] = info["reboot_required"]
+        if kernel_log is not None:
+            refined = decode_kernel_log(kernel_log(), info["kind"])
+            if refined:
+                facts["error"] = refined["kind"]
+                facts["reason"] = refined["message"]
+                facts["reboot_required"] = refined["reboot_required"] or info["reboot_required"]
+                facts["kernel_log_line"] = refined["line"]
         return facts
     try:
         gpus = parse_query_csv(out)
@@ -432,12 +553,18 @@ def collect(run, nvidia_smi, lspci=None, sysfs_root="/sys", proc_root="/proc", t
     facts["gpu_count"] = len(gpus)
     if not gpus:
         facts["reason"] = "nvidia-smi lists no GPUs"
+    for gpu in gpus:
+        gpu.update({"mig_mode": None, "mig_mode_pending": None, "gsp_firmware_version": None, "vbios_version": None,
+                    "compute_mode": None})
     drivers = sorted(set(g["driver_version"] for g in gpus if g.get("driver_version")))
     facts["driver_version"] = drivers[0] if drivers else None
-    rc, out, err = run([nvidia_smi, "-q", "-d", "COMPUTE"])
+    rc, out, err = run([nvidia_smi, "-q"])
     if rc == 0:
         facts["cuda_driver_version"] = parse_cuda_driver_version(out)
         facts["driver_version"] = facts["driver_version"] or parse_driver_version(out)
+        details = parse_q_details(out)
+        for gpu in gpus:
+            gpu.update(details.get(gpu.get("pci_bus_id")) or {})
     else:
         facts["warnings"].append("nvidia-smi -q failed (rc=%s); cuda_driver_version unknown" % rc)
     if topology and len(gpus) > 1:

@@ -18,9 +18,66 @@ from __future__ import annotations
 
 import re
 
+SPEC_REMEDY = ("retry without speculative decoding (sglang_service_speculative: {}) or with a smaller "
+               "--speculative-num-draft-tokens, and keep --context-length at most the native limit minus the "
+               "draft tokens")
+
 # (cause, priority, [regex...], summary, remedy). Higher priority wins when several rules match; among equal
 # priorities the rule whose match is latest in the log wins (the last error is usually the fatal one).
 RULES = [
+    # --- field reports part 2 (N-kinds; ids resolve in docs/field-reports.md) ---------------------------------------
+    ("triton_ptxas_too_old", 92,
+     [r"Value '(?:sm|compute)_\d+[af]?' is not defined for option 'gpu-name'"],
+     "the ptxas Triton runs (its bundled copy in triton/backends/nvidia/bin) cannot target this GPU's arch [N01]",
+     "set TRITON_PTXAS_PATH=<CUDA_HOME>/bin/ptxas in the service environment (the preflight does this on "
+     "compute capability 12.x when the toolkit's ptxas exists), or install a pytorch-triton whose ptxas knows "
+     "the arch"),
+    ("nvcc_arch_unsupported", 91,
+     [r"nvcc fatal\s*: Unsupported gpu architecture '(?:compute|sm)_\d+[af]?'"],
+     "the nvcc used for a JIT build predates this GPU's arch (CUDA < 12.8 for sm_120) [B04]",
+     "point CUDA_HOME (cuda_toolchain_env_file) at the CUDA 13 toolkit; remove older nvcc from PATH"),
+    ("model_type_unsupported", 88,
+     [r"has model type [`'\"]?[\w.-]+[`'\"]? but Transformers does not recognize this architecture",
+      r"Transformers does not recognize this architecture",
+      r"Model architectures? \[.*\] (?:are|is) not supported"],
+     "the checkpoint's model_type/architecture is newer than the installed transformers or SGLang [N07]",
+     "upgrade transformers (and SGLang) in the release to a version that registers this model_type; the "
+     "checkpoint facts module names the version it found"),
+    ("kv_dtype_unsupported_arch", 87,
+     [r"kv[-_]cache[-_]dtype[ =]\S+ requires sm_?\d+", r"(?:FP4|NVFP4|fp4) KV cache (?:is )?(?:only )?supported on"],
+     "the KV-cache dtype needs kernels this GPU does not have (FP4 KV needs the sm_100 trtllm-gen FMHA) [N04]",
+     "render --kv-cache-dtype bf16 on compute capability 12.x (the KV-cache guard refuses fp4_e2m1 there)"),
+    ("context_beyond_native", 86,
+     [r"User-specified context_length \(\d+\) is greater than the derived context_length \(\d+\)"],
+     "the requested context length is longer than the model's native window [N09]",
+     "lower sglang_service_context_length to the derived limit, or use a checkpoint/config with static YaRN "
+     "rope scaling; never set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN without YaRN"),
+    ("hf_transfer_missing", 86,
+     [r"Fast download using 'hf_transfer' is enabled .*but 'hf_transfer' package is not available",
+      r"HF_HUB_ENABLE_HF_TRANSFER=1\).*not available"],
+     "HF_HUB_ENABLE_HF_TRANSFER is set but hf_transfer is not installed, so every Hub download fails [N13]",
+     "drop HF_HUB_ENABLE_HF_TRANSFER from the service environment or install hf_transfer into the release venv"),
+    ("hf_transfer_download_failed", 85,
+     [r"An error occurred while downloading using [`']?hf_transfer"],
+     "a download through hf_transfer failed half-way (it hides the real error) [N13]",
+     "unset HF_HUB_ENABLE_HF_TRANSFER for a clear error, or pre-download the checkpoint to a local directory"),
+    ("triton_mismatch", 84,
+     [r"TritonMissing", r"Cannot find a working triton installation", r"target must be of GPUTarget type",
+      r"cannot import name 'triton_key'",
+      r"requires (?:pytorch-)?triton==\S+.*but you have (?:pytorch-)?triton \S+ which is incompatible"],
+     "the triton in the venv is not the one torch was built with (triton and pytorch-triton share "
+     "site-packages/triton) [N16]",
+     "keep exactly one of triton / pytorch-triton, at the version torch's metadata requires (reinstall the "
+     "pinned pytorch-triton from the torch index)"),
+    ("draft_quant_inherited", 83,
+     [r"Cannot find the config file for [\w-]+"],
+     "the speculative draft model inherited --quantization from the target and has no such quant config [N05]",
+     "render --speculative-draft-model-quantization unquant (or the draft's own method); the service role does "
+     "this from the draft checkpoint"),
+    ("proprietary_module_on_blackwell", 82,
+     [r"requires use of the NVIDIA open kernel modules"],
+     "the proprietary NVIDIA kernel module is loaded on a Blackwell GPU [N20]",
+     "install the open kernel modules of the same driver branch (nvidia-open / nvidia-driver-5xx-open), reboot"),
     ("fa3_unsupported_arch", 90,
      [r"hopper/flash_fwd_launch_template\.h", r"FlashAttention v3 Backend requires SM>=80 and SM<=90",
       r"Can not import FA3 in sgl_kernel"],
@@ -125,6 +182,15 @@ RULES = [
      [r"start operation timed out\. Terminating", r"Failed with result 'timeout'"],
      "systemd's TimeoutStartSec ran out before the readiness gate passed [B22]",
      "raise sglang_service_timeout_start_sec (first start JIT + weight loading)"),
+    ("illegal_memory_access", 56,
+     [r"an illegal memory access was encountered", r"cudaErrorIllegalAddress"],
+     "a kernel read or wrote outside its buffers (a software bug, not a memory-size problem)",
+     "rerun with CUDA_LAUNCH_BLOCKING=1 to name the kernel; check the backends against the FP4 probe and "
+     "disable optional features (speculative decoding, custom all-reduce) one at a time"),
+    ("spec_decode_crash", 57,
+     [r"scheduled_spec_decode_tokens=.*\[-1(?:, -1)*\]"],
+     "speculative decoding crashed the server (sentinel draft token ids / draft KV past the context) [N06]",
+     SPEC_REMEDY),
     ("fp8_kv_without_scales", 10,
      [r"Using FP8 KV cache but no scaling factors provided",
       r"Defaulting to KV cache scaling factors = 1\.0"],
@@ -168,13 +234,117 @@ def nccl_init_complete(lines):
     return any(_NCCL_INIT_DONE.search(line) for line in split_lines(lines))
 
 
-def classify(lines):
-    """Find the cause of a failed or stuck start in journal lines.
+# --- kernel log (journalctl -k / dmesg) lines of the NVIDIA driver (N03, N18, N20) ---------------------------------
+# "NVRM: Xid (PCI:0000:01:00): 119, pid=6211, name=nvidia-smi, Timeout after 45s ..." (open-gpu-kernel-modules#1111).
+_XID_RE = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)\): (\d+)")
+# Xids after which the GPU does not come back without a reboot on RTX Blackwell cards (per the reporters of
+# open-gpu-kernel-modules#1111/#1159/#1200/#1045): 119/120 GSP RPC timeout/error, 154 "GPU Reset Required",
+# 8 RC watchdog (GPU locked), 79 "GPU has fallen off the bus".
+WEDGE_XIDS = {
+    8: "RC watchdog: the GPU stopped making progress (GPU is probably locked)",
+    79: "the GPU has fallen off the bus",
+    119: "GSP RPC timeout: the GPU's system processor stopped answering",
+    120: "GSP error: the GPU's system processor reported a fault",
+    154: "GPU recovery action 'GPU Reset Required'",
+}
+_GSP_WEDGE_RE = re.compile(r"GSP RM heartbeat timed out|waiting for RPC response from GPU\d* GSP|"
+                           r"GPU recovery action changed from .*\(GPU Reset Required\)|"
+                           r"RC watchdog: GPU is probably locked|GPU has fallen off the bus")
+_UMA_RE = re.compile(r"NV_ERR_NO_MEMORY.*_memdescAllocInternal|_memdescAllocInternal.*NV_ERR_NO_MEMORY|"
+                     r"NVRM: .*Out of memory \[NV_ERR_NO_MEMORY\]")
+# "NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)" (open-gpu-kernel-modules#862).
+_RMINIT_RE = re.compile(r"RmInitAdapter failed! \((0x[0-9A-Fa-f]+:0x[0-9A-Fa-f]+:\d+)\)|rm_init_adapter failed")
+# Codes the reports decoded: 0x22:0x56:884 = BAR1 could not be mapped (Above 4G decoding / Resizable BAR off).
+RMINIT_CODES = {
+    "0x22:0x56:884": ("bios_bar_disabled",
+                      "the driver could not map the GPU's BAR (Above 4G Decoding / Resizable BAR off) [N20]",
+                      "enable Above 4G Decoding and Resizable BAR in the BIOS/UEFI setup, then reboot"),
+}
+REBOOT_REMEDY = ("host needs reboot; not a software configuration problem: drain the host, do not restart the "
+                 "service in a loop, record driver version and VBIOS; possible mitigations (suggestions only): "
+                 "another driver branch, a lower power cap (nvidia-smi -pl)")
 
-    :param lines: list of str or one str (journal output, ``-o cat``).
-    :returns: dict ``cause`` (rule id or ``"unknown"``), ``summary``, ``remedy``, ``line`` (the matching line or
-        None), ``matches`` (every matching rule id, most important first). An OOM line before the weights finished
-        loading is reported as ``weights_oom``.
+
+def _kernel_findings(lines, context):
+    """Dynamic kernel-log causes: ``{cause: (prio, index, line, summary, remedy, extra)}``."""
+    found = {}
+    gb10 = _is_gb10(context)
+    for index, line in enumerate(lines):
+        match = _XID_RE.search(line)
+        if match:
+            xid = int(match.group(2))
+            bus = match.group(1).lower()
+            if xid in WEDGE_XIDS:
+                found["gpu_wedged_xid_%d" % xid] = (
+                    99, index, line, "NVIDIA Xid %d on %s: %s [N03]" % (xid, bus, WEDGE_XIDS[xid]), REBOOT_REMEDY,
+                    {"reboot_required": True, "restart": False, "xid": xid, "bus_id": bus})
+            else:
+                found["gpu_xid_%d" % xid] = (
+                    30, index, line, "NVIDIA Xid %d reported on %s" % (xid, bus),
+                    "look the Xid up in NVIDIA's Xid catalog; the gpu_health verdict says whether the GPU needs a "
+                    "reset", {"xid": xid, "bus_id": bus})
+            continue
+        if _GSP_WEDGE_RE.search(line):
+            found.setdefault("gpu_wedged_gsp", (
+                98, index, line, "the GPU's firmware (GSP) or channel watchdog stopped the GPU [N03]", REBOOT_REMEDY,
+                {"reboot_required": True, "restart": False}))
+        if _UMA_RE.search(line):
+            if gb10 is False:
+                found["nvrm_no_memory"] = (
+                    93, index, line, "the NVIDIA kernel driver ran out of memory for an allocation",
+                    "lower sglang_service_mem_fraction_static and check host memory", {})
+            else:
+                found["gb10_uma_exhausted"] = (
+                    97, index, line, "GB10 unified memory exhausted: the driver could not allocate although "
+                    "MemAvailable may look fine (page cache, JIT peaks and the OS share the pool) [N18]",
+                    "the host may need a power cycle; do not restart in a loop; size --mem-fraction-static from "
+                    "MemAvailable minus headroom (preflight gb10_memory_budget), drop the page cache before start",
+                    {"reboot_required": True, "restart": False})
+        match = _RMINIT_RE.search(line)
+        if match:
+            code = match.group(1)
+            if code in RMINIT_CODES:
+                cause, summary, remedy = RMINIT_CODES[code]
+                found[cause] = (96, index, line, summary, remedy, {"code": code})
+            elif "gpu_init_failed" not in found or code:
+                found["gpu_init_failed"] = (
+                    94, index, line, "the NVIDIA driver could not initialise the GPU (RmInitAdapter %s) [N20]"
+                    % (code or "failed"),
+                    "read the kernel log around the line; check that the open kernel module is loaded (Blackwell "
+                    "needs it), the BIOS has Above 4G Decoding / Resizable BAR on, and the card's power cables",
+                    {"code": code})
+    return found
+
+
+def _is_gb10(context):
+    """True / False when the context says whether this is a GB10 (cc 12.1, unified memory); None when unknown."""
+    context = context or {}
+    name = str(context.get("gpu_name") or "")
+    cc = str(context.get("compute_capability") or "")
+    if "GB10" in name or cc == "12.1":
+        return True
+    if name or cc:
+        return False
+    return None
+
+
+def _speculative(argv):
+    return any(str(tok).split("=", 1)[0] == "--speculative-algorithm" for tok in (argv or []))
+
+
+def classify(lines, argv=None, context=None):
+    """Find the cause of a failed or stuck start in journal lines (service journal and kernel log alike).
+
+    :param lines: list of str or one str (journal output, ``-o cat``; ``journalctl -k`` lines may be mixed in).
+    :param argv: the server's argv (list of str) when known: an illegal memory access with
+        ``--speculative-algorithm`` in it is ``spec_decode_crash`` (N06), and ``Cannot find the config file for
+        <q>`` without it is ``quant_config_missing`` rather than the draft-model case (N05).
+    :param context: optional dict ``gpu_name`` / ``compute_capability`` (kernel-log OOM is GB10's unified memory
+        only on a GB10, N18).
+    :returns: dict ``cause`` (rule id or ``"unknown"``), ``summary``, ``remedy``, ``line`` (the matching line; for
+        ``unknown`` the last non-empty raw line, or None for an empty journal), ``matches`` (every matching rule id,
+        most important first). Kernel-log wedges add ``reboot_required: true`` and ``restart: false``. An OOM line
+        before the weights finished loading is reported as ``weights_oom``.
     """
     lines = split_lines(lines)
     found = {}
@@ -182,6 +352,23 @@ def classify(lines):
         for cause, prio, patterns, summary, remedy in _COMPILED:
             if any(p.search(line) for p in patterns):
                 found[cause] = (prio, index, line, summary, remedy)
+    extra = {}
+    for cause, value in _kernel_findings(lines, context).items():
+        found[cause] = value[:5]
+        extra[cause] = value[5]
+    spec = _speculative(argv)
+    if "illegal_memory_access" in found and spec:
+        prio, index, line, _s, _r = found.pop("illegal_memory_access")
+        found["spec_decode_crash"] = (prio + 1, index, line,
+                                      "CUDA illegal memory access with speculative decoding on: a speculative-"
+                                      "decode bug killed every rank (not a memory-size problem) [N06]", SPEC_REMEDY)
+    if "draft_quant_inherited" in found and argv is not None and not spec:
+        prio, index, line, _s, _r = found.pop("draft_quant_inherited")
+        found["quant_config_missing"] = (prio, index, line,
+                                         "--quantization names a method whose config the checkpoint does not "
+                                         "have [N05]",
+                                         "drop --quantization (let SGLang read the checkpoint's own config) or "
+                                         "render the method the checkpoint facts name")
     if "runtime_oom" in found:
         oom_index = found["runtime_oom"][1]
         weights_done = any(_WEIGHTS_DONE.search(line) for line in lines[:oom_index])
@@ -192,9 +379,15 @@ def classify(lines):
                                     "raise the tensor-parallel size or use a smaller/quantised checkpoint; "
                                     "check that no other process holds VRAM")
     if not found:
+        raw = next((line.strip() for line in reversed(lines) if line.strip()), None)
         return {"cause": "unknown", "summary": "no known failure pattern in the journal", "remedy":
-                "read the last lines below", "line": None, "matches": []}
+                "read the last lines below", "line": raw, "matches": []}
     ordered = sorted(found.items(), key=lambda item: (item[1][0], item[1][1]), reverse=True)
     cause, (prio, index, line, summary, remedy) = ordered[0]
-    return {"cause": cause, "summary": summary, "remedy": remedy, "line": line.strip(),
-            "matches": [name for name, _v in ordered]}
+    result = {"cause": cause, "summary": summary, "remedy": remedy, "line": line.strip(),
+              "matches": [name for name, _v in ordered]}
+    result.update(extra.get(cause) or {})
+    if any((extra.get(name) or {}).get("reboot_required") for name in result["matches"]):
+        result["reboot_required"] = True
+        result["restart"] = False
+    return result

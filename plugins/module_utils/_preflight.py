@@ -63,7 +63,28 @@ DEFAULT_CONFIG = {
     "local_connection": False,
     "inventory_hostname": "",
     "extra_no_proxy": [],
+    # field reports part 2 (docs/field-reports.md)
+    "known_bad_drivers": {
+        "595.71.05": "GSP heartbeat / RPC timeouts wedge Blackwell GPUs under sustained inference (Xid 119/154/8; "
+                     "open-gpu-kernel-modules#1159, #1200); only a reboot recovers",
+    },
+    "known_bad_driver_status": "warn",
+    "service_mem_fraction_static": None,
+    "gb10_headroom_gib": 16.0,
+    "nccl_min_version": "2.27",
+    "triton_ptxas_env": True,
 }
+
+# PCI device ids of Blackwell GPUs (vendor 0x10de), per chip: GB100/GB102 2900-29ff, GB202 2b80-2bff, GB203
+# 2c00-2c7f, GB206/GB207 2d00-2dff, GB10 2e00-2e7f, GB205 2f00-2f7f. 10de:2b85 (RTX 5090) is the one id the field
+# reports show (open-gpu-kernel-modules#862); the ranges follow the PCI ID repository's chip grouping as known when
+# this was written and were not re-checked against a pci.ids file here (none on the build machines). A GPU that
+# nvidia-smi lists with compute capability >= 10 counts as Blackwell whatever its id.
+BLACKWELL_PCI_RANGES = ((0x2900, 0x29ff), (0x2b80, 0x2bff), (0x2c00, 0x2c7f), (0x2d00, 0x2dff), (0x2e00, 0x2e7f),
+                        (0x2f00, 0x2f7f))
+# ptxas learned sm_120 in CUDA 12.8 and sm_121 in CUDA 12.9 (CUDA release notes), so a Triton-bundled ptxas older
+# than that fails with "Value 'sm_12Xa' is not defined for option 'gpu-name'" (N01).
+PTXAS_MIN_FOR_CC = {(12, 0): (12, 8), (12, 1): (12, 9), (10, 0): (12, 8), (10, 3): (12, 9)}
 
 
 def check(name, status, message, remedy=""):
@@ -89,13 +110,22 @@ def _gpu_status(cfg):
     return FAIL if cfg["require_gpu"] else WARN
 
 
+def mig_enabled(gpu_entry):
+    """True when nvidia-smi reports MIG mode ``Enabled`` (current or pending) for this GPU."""
+    return any(str(gpu_entry.get(k) or "").lower() == "enabled" for k in ("mig_mode", "mig_mode_pending"))
+
+
 def tp_set(gpu, cfg):
-    """The GPUs the tensor-parallel group will use: ``gpu_indices`` if given, else the first ``tp_size`` by index."""
+    """The GPUs the tensor-parallel group will use: ``gpu_indices`` if given, else the first ``tp_size`` by index.
+
+    GPUs in MIG mode are never chosen automatically (a MIG GPU is not one CUDA device for NCCL/TP); an explicit
+    ``gpu_indices`` naming one is refused by :func:`check_mig`.
+    """
     gpus = sorted(gpu.get("gpus") or [], key=lambda g: (g.get("index") is None, g.get("index")))
     if cfg.get("gpu_indices"):
         wanted = [int(i) for i in cfg["gpu_indices"]]
         return [g for g in gpus if g.get("index") in wanted], wanted
-    return gpus[:max(1, int(cfg["tp_size"]))], None
+    return [g for g in gpus if not mig_enabled(g)][:max(1, int(cfg["tp_size"]))], None
 
 
 def has_target_gpu(gpu, cfg):
@@ -104,6 +134,26 @@ def has_target_gpu(gpu, cfg):
 
 
 # --- GPU and driver ------------------------------------------------------------------------------------------------
+
+DRIVER_REMEDIES = {
+    "too_old": "upgrade the NVIDIA driver to the 580 branch or newer (open kernel modules for Blackwell)",
+    "nvml_mismatch": "reboot the host (or unload and reload the nvidia kernel modules) to finish the driver upgrade",
+    "driver_not_loaded": "install the NVIDIA open kernel modules for the running kernel (check 'dkms status', "
+                         "linux-headers-$(uname -r)) and 'modprobe nvidia'",
+    "gpu_lost": "reboot the host; not a software configuration problem (N03): drain it from the fleet, do not "
+                "restart the service in a loop; record driver and VBIOS; another driver branch or a lower power cap "
+                "are possible mitigations",
+    "bios_bar_disabled": "enable Above 4G Decoding and Resizable BAR in the BIOS/UEFI setup, then reboot (N20)",
+    "gpu_init_failed": "read the kernel log (journalctl -k -b | grep NVRM); Blackwell needs the open kernel module, "
+                       "Above 4G Decoding / Resizable BAR and both power cables (N20)",
+    "proprietary_module_on_blackwell": "install the open kernel modules of the same branch (nvidia-open, "
+                                       "nvidia-driver-5xx-open) and reboot (N20)",
+    "no_devices": "nvidia-smi sees no GPU: check 'lspci -nn | grep 10de', the kernel log (RmInitAdapter), the open "
+                  "kernel module and the BIOS PCIe settings (N20)",
+    "gb10_uma_exhausted": "power-cycle the host if it is unresponsive; size --mem-fraction-static from MemAvailable "
+                          "(N18)",
+}
+
 
 def check_nvidia_driver(gpu, cfg):
     name = "nvidia_driver"
@@ -116,14 +166,10 @@ def check_nvidia_driver(gpu, cfg):
         return check(name, WARN, "no usable NVIDIA GPU on %s: %s; GPU checks are skipped because "
                      "preflight_require_gpu is false" % (host, reason),
                      "none needed for a build-only or sandbox host; GPU steps (probe, service start) will be skipped")
-    remedy = {
-        "too_old": "upgrade the NVIDIA driver to the 580 branch or newer (open kernel modules for Blackwell)",
-        "nvml_mismatch": "reboot the host (or unload and reload the nvidia kernel modules) to finish the driver "
-                         "upgrade",
-        "driver_not_loaded": "install the NVIDIA open kernel modules for the running kernel (check 'dkms status', "
-                             "linux-headers-$(uname -r)) and 'modprobe nvidia'",
-    }.get(gpu.get("error"), "install the NVIDIA driver (580 or newer, open kernel modules) or set "
-                            "preflight_require_gpu: false for a host without GPUs")
+    error = str(gpu.get("error") or "")
+    remedy = DRIVER_REMEDIES.get(error) or (DRIVER_REMEDIES["gpu_lost"] if error.startswith("gpu_wedged") else
+                                            "install the NVIDIA driver (580 or newer, open kernel modules) or set "
+                                            "preflight_require_gpu: false for a host without GPUs")
     return check(name, FAIL, "no usable NVIDIA GPU on %s: %s" % (host, reason), remedy)
 
 
@@ -184,14 +230,16 @@ def check_tensor_parallel(gpu, cfg):
     target = _cc_tuple(cfg["target_compute_capability"])
     if not gpu.get("gpu_count"):
         return check(name, SKIP, "TP %d not checked: no GPU (%s)" % (tp, gpu.get("reason") or "no GPU"))
-    usable = [g for g in gpu["gpus"] if _cc_tuple(g.get("compute_cap")) == target]
+    usable = [g for g in gpu["gpus"] if _cc_tuple(g.get("compute_cap")) == target and not mig_enabled(g)]
     members, wanted = tp_set(gpu, cfg)
     problems = []
     if tp < 1:
         problems.append("sglang_service_tp_size must be >= 1, got %d" % tp)
     if tp > len(usable):
-        problems.append("TP %d > %d usable GPU(s) with compute capability %s (of %d GPU(s))" % (
-            tp, len(usable), cfg["target_compute_capability"], gpu["gpu_count"]))
+        problems.append("TP %d > %d usable GPU(s) with compute capability %s (of %d GPU(s)%s)" % (
+            tp, len(usable), cfg["target_compute_capability"], gpu["gpu_count"],
+            "; MIG mode excludes %s" % ", ".join(_gpu_label(g) for g in gpu["gpus"] if mig_enabled(g))
+            if any(mig_enabled(g) for g in gpu["gpus"]) else ""))
     if wanted is not None:
         missing = sorted(set(wanted) - set(g.get("index") for g in members))
         if missing:
@@ -691,6 +739,237 @@ def check_kernel_headers(host, cfg):
                  "install linux-headers-%s before any driver change" % kernel.get("release"))
 
 
+# --- field reports part 2 (N-kinds; ids resolve in docs/field-reports.md) --------------------------------------------
+
+def check_mig(gpu, cfg, env):
+    """GPUs in MIG mode are named and never put into the tensor-parallel set.
+
+    When a MIG GPU is left out of an automatic selection, the service (and the NCCL smoke test) get
+    ``CUDA_VISIBLE_DEVICES`` listing the chosen GPUs by UUID (CUDA accepts ``GPU-<uuid>``), so SGLang's devices
+    0..TP-1 are those GPUs and not the MIG one."""
+    name = "mig_mode"
+    if not gpu.get("gpu_count"):
+        return check(name, SKIP, "no GPUs")
+    mig = [g for g in gpu.get("gpus") or [] if mig_enabled(g)]
+    unknown = [g for g in gpu.get("gpus") or [] if g.get("mig_mode") is None and g.get("mig_mode_pending") is None]
+    if not mig:
+        note = " (MIG state not reported for %d GPU(s): no MIG support, or nvidia-smi -q not read)" % len(unknown) \
+            if unknown else ""
+        return check(name, PASS, "no GPU in MIG mode%s" % note)
+    labels = ", ".join("%s MIG %s%s" % (
+        _gpu_label(g), g.get("mig_mode") or "?",
+        " (pending %s)" % g["mig_mode_pending"] if g.get("mig_mode_pending") not in (None, g.get("mig_mode")) else "")
+        for g in mig)
+    remedy = ("disable MIG on the serving GPUs (nvidia-smi -i <index> -mig 0, then reset the GPU or reboot) or "
+              "choose other GPUs with preflight_gpu_indices")
+    wanted = [int(i) for i in cfg.get("gpu_indices") or []]
+    chosen = [g for g in mig if g.get("index") in wanted]
+    if chosen:
+        return check(name, FAIL, "preflight_gpu_indices puts GPU(s) in MIG mode into the tensor-parallel set: %s; a "
+                     "MIG GPU is split into instances and cannot be one TP rank" % ", ".join(_gpu_label(g) for g in chosen),
+                     remedy)
+    members, _wanted = tp_set(gpu, cfg)
+    uuids = [g.get("uuid") for g in members]
+    if members and all(uuids):
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(uuids)
+        labels += "; the service gets CUDA_VISIBLE_DEVICES=%s (GPUs %s)" % (
+            env["CUDA_VISIBLE_DEVICES"], ", ".join(str(g.get("index")) for g in members))
+    else:
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g.get("index")) for g in members)
+        labels += "; the service gets CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=%s" % env["CUDA_VISIBLE_DEVICES"]
+    return check(name, WARN, "GPU(s) in MIG mode left out of the tensor-parallel set: %s" % labels, remedy)
+
+
+def _driver_matches(version, key):
+    """``595.71.05`` matches the key ``595.71.05`` exactly, or a branch key ``595`` / ``595.71``."""
+    parts, want = str(version).split("."), str(key).split(".")
+    return parts[:len(want)] == want
+
+
+def check_driver_known_issues(gpu, cfg):
+    """N03: driver versions reported to wedge Blackwell GPUs (GSP heartbeat / Xid 119/154/8/79)."""
+    name = "driver_known_issues"
+    driver = gpu.get("driver_version")
+    if not driver:
+        return check(name, SKIP, "driver version unknown")
+    gpus = gpu.get("gpus") or []
+    record = "; ".join("%s VBIOS %s GSP %s" % (
+        _gpu_label(g), g.get("vbios_version") or "?", g.get("gsp_firmware_version") or "?") for g in gpus)
+    hits = [(key, note) for key, note in sorted((cfg.get("known_bad_drivers") or {}).items())
+            if _driver_matches(driver, key)]
+    if not hits:
+        return check(name, PASS, "driver %s is not on the known-issue list (%s)" % (driver, record or "no GPUs"))
+    status = FAIL if cfg.get("known_bad_driver_status") == "fail" else WARN
+    return check(name, status, "driver %s: %s (%s)" % (driver, "; ".join("%s: %s" % h for h in hits), record),
+                 "suggestions only: another driver branch, a lower power cap (nvidia-smi -pl); a wedged GPU needs a "
+                 "reboot (preflight_known_bad_drivers lists the versions)")
+
+
+def is_blackwell_pci(device_id):
+    """``10de:2b85`` -> True when the device id is in :data:`BLACKWELL_PCI_RANGES`."""
+    match = re.match(r"^(?:0x)?10de:(?:0x)?([0-9a-f]{4})$", str(device_id or "").strip().lower())
+    if not match:
+        return False
+    dev = int(match.group(1), 16)
+    return any(lo <= dev <= hi for lo, hi in BLACKWELL_PCI_RANGES)
+
+
+def check_kernel_module(gpu, cfg):
+    """N20: Blackwell GPUs need the open kernel module."""
+    name = "kernel_module_flavor"
+    module = gpu.get("kernel_module") or {}
+    blackwell = [d["bus_id"] + " (" + d["device_id"] + ")" for d in gpu.get("pci_devices") or []
+                 if is_blackwell_pci(d.get("device_id"))]
+    blackwell += [_gpu_label(g) for g in gpu.get("gpus") or []
+                  if (_cc_tuple(g.get("compute_cap")) or (0, 0))[0] >= 10 and not any(
+                      (g.get("pci_bus_id") or "-") in b for b in blackwell)]
+    if module.get("open") is None:
+        return check(name, SKIP, "NVIDIA kernel module not loaded or /proc/driver/nvidia/version unreadable")
+    flavor = "open" if module["open"] else "proprietary"
+    if not module["open"] and blackwell:
+        return check(name, FAIL, "proprietary_module_on_blackwell: the %s NVIDIA kernel module %s is loaded but %s "
+                     "need(s) the open kernel modules" % (flavor, module.get("version") or "", ", ".join(blackwell)),
+                     DRIVER_REMEDIES["proprietary_module_on_blackwell"])
+    return check(name, PASS, "%s kernel module %s" % (flavor, module.get("version") or ""))
+
+
+def _ptxas_release(text):
+    match = re.search(r"release (\d+)\.(\d+)", text or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def check_triton_ptxas(tool, cfg, env):
+    """N01: Triton's bundled ptxas may not know sm_12x; the service gets TRITON_PTXAS_PATH=<CUDA_HOME>/bin/ptxas."""
+    name = "triton_ptxas"
+    target = _cc_tuple(cfg["target_compute_capability"])
+    nvcc = tool.get("nvcc") or {}
+    triton = (tool.get("torch") or {}).get("triton") or {}
+    need = PTXAS_MIN_FOR_CC.get(target)
+    bundled = _ptxas_release(triton.get("bundled_ptxas_version"))
+    detail = "bundled ptxas %s" % ("%d.%d (%s)" % (bundled + (triton.get("bundled_ptxas"),)) if bundled
+                                   else "not probed (torch/triton not installed yet)")
+    too_old = bool(bundled and need and bundled < need)
+    toolkit_ptxas = os.path.join(nvcc["cuda_home"], "bin", "ptxas") if nvcc.get("cuda_home") else None
+    if toolkit_ptxas and not os.path.isfile(toolkit_ptxas):
+        toolkit_ptxas = None
+    if target and target[0] == 12 and cfg.get("triton_ptxas_env") and toolkit_ptxas:
+        env["TRITON_PTXAS_PATH"] = toolkit_ptxas
+        status = WARN if too_old else PASS
+        return check(name, status, "%s; the service gets TRITON_PTXAS_PATH=%s (CUDA %s) for compute capability "
+                     "%d.%d%s" % (detail, toolkit_ptxas, nvcc.get("version") or "toolkit",
+                                  target[0], target[1], "; the bundled one is older than CUDA %d.%d and would fail "
+                                  "with \"Value 'sm_%d%da' is not defined for option 'gpu-name'\"" % (
+                                      need + target) if too_old else ""),
+                     "none needed: the service uses the toolkit's ptxas" if too_old else "")
+    if too_old:
+        return check(name, FAIL, "%s cannot target sm_%d%da (needs CUDA >= %d.%d) and TRITON_PTXAS_PATH is not set"
+                     % ((detail,) + target + need),
+                     "set preflight_triton_ptxas_env: true (TRITON_PTXAS_PATH=<CUDA_HOME>/bin/ptxas) or install a "
+                     "pytorch-triton that bundles a newer ptxas")
+    return check(name, PASS if bundled or not target or target[0] != 12 else SKIP, detail)
+
+
+def service_env_warnings(env, compute_capability):
+    """Validator for a rendered service environment: WARN lines (N01)."""
+    warnings = []
+    cc = _cc_tuple(compute_capability)
+    if cc and cc[0] == 12 and not (env or {}).get("TRITON_PTXAS_PATH"):
+        warnings.append("TRITON_PTXAS_PATH is not set for compute capability %d.%d: Triton would run its bundled "
+                        "ptxas, which may not know sm_%d%da (N01); set it to <CUDA_HOME>/bin/ptxas" % (cc + cc))
+    return warnings
+
+
+def check_triton_install(tool, cfg):
+    """N16: one owner of site-packages/triton, at the version torch requires."""
+    name = "triton_distribution"
+    torch = tool.get("torch") or {}
+    triton = torch.get("triton") or {}
+    dists = triton.get("distributions")
+    if not torch.get("present") or dists is None:
+        return check(name, SKIP, "torch/triton not installed yet")
+    owners = sorted(d for d in dists if d in ("triton", "pytorch-triton", "triton-nightly"))
+    listing = ", ".join("%s %s" % (d, dists[d]) for d in owners) or "none"
+    if len(owners) > 1:
+        return check(name, FAIL, "triton_dual_install: %s all install site-packages/triton; the last one installed "
+                     "wins and torch may load the wrong one (TritonMissing, 'triton_key')" % listing,
+                     "uninstall all of them and reinstall only the one torch's metadata requires (for a nightly: "
+                     "pytorch-triton from the torch index); triton is in the protected set of the SGLang install")
+    problems = []
+    for req in triton.get("torch_requires") or []:
+        match = re.match(r"^\s*([A-Za-z0-9._-]+)\s*==\s*([^\s;]+)", req)
+        if not match:
+            continue
+        want_name, want_version = match.group(1).lower(), match.group(2)
+        if want_name not in dists:
+            problems.append("torch requires %s but %s is installed" % (req.split(";")[0].strip(), listing))
+        elif dists[want_name] != want_version:
+            problems.append("torch requires %s==%s but %s %s is installed" % (want_name, want_version, want_name,
+                                                                              dists[want_name]))
+    if problems:
+        return check(name, FAIL, "triton_mismatch: %s" % "; ".join(problems),
+                     "reinstall the triton distribution torch requires at its exact version")
+    return check(name, PASS if owners else WARN, "site-packages/triton owned by %s" % listing,
+                 "" if owners else "install the triton torch requires (torch.compile / Triton kernels need it)")
+
+
+def _is_gb10(gpu_entry):
+    return "GB10" in str(gpu_entry.get("name") or "") or _cc_tuple(gpu_entry.get("compute_cap")) == (12, 1)
+
+
+def check_gb10_memory(gpu, host, cfg, args):
+    """N18: on GB10 unified memory size --mem-fraction-static from MemAvailable, not from MemTotal or [N/A]."""
+    name = "gb10_memory_budget"
+    members, _wanted = tp_set(gpu, cfg)
+    if not any(_is_gb10(g) for g in members):
+        return check(name, PASS, "no GB10 (unified memory) in the serving set")
+    mem = host.get("memory") or {}
+    total, avail = mem.get("mem_total_bytes"), mem.get("mem_available_bytes")
+    if not total or avail is None:
+        return check(name, FAIL, "GB10 unified memory: /proc/meminfo MemTotal/MemAvailable unreadable; the GPU "
+                     "reports memory as [N/A], so the fraction cannot be sized", "check /proc/meminfo")
+    headroom = float(cfg["gb10_headroom_gib"]) * GIB
+    budget = avail - headroom
+    suggested = int(max(0.0, budget / float(total)) * 100) / 100.0
+    fraction = cfg.get("service_mem_fraction_static")
+    detail = ("MemTotal %.1f GiB, MemAvailable %.1f GiB, headroom %.0f GiB (OS, page cache, JIT peaks share the "
+              "pool): at most %.2f" % (total / float(GIB), avail / float(GIB), cfg["gb10_headroom_gib"], suggested))
+    if suggested <= 0:
+        return check(name, FAIL, "gb10_fraction_exceeds_available: no memory left for the model; %s" % detail,
+                     "stop other workloads or drop the page cache (sync; echo 3 > /proc/sys/vm/drop_caches)")
+    if fraction in (None, ""):
+        if "--mem-fraction-static" not in args:
+            args.extend(["--mem-fraction-static", "%.2f" % suggested])
+        return check(name, WARN, "GB10 unified memory: the service gets --mem-fraction-static %.2f; %s"
+                     % (suggested, detail))
+    if float(fraction) * total > budget:
+        return check(name, FAIL, "gb10_fraction_exceeds_available: --mem-fraction-static %s x MemTotal = %.1f GiB > "
+                     "MemAvailable - headroom = %.1f GiB; the whole host can wedge during start-up profiling; %s"
+                     % (fraction, float(fraction) * total / GIB, budget / GIB, detail),
+                     "set sglang_service_mem_fraction_static <= %.2f (or leave it null on GB10)" % suggested)
+    return check(name, PASS, "--mem-fraction-static %s fits: %s" % (fraction, detail))
+
+
+def check_nccl_version(tool, cfg):
+    """N19: NCCL releases with collective crashes >= 512 KiB on PCIe Blackwell (nccl#2418: 2.26.2 bad, 2.31.2 ok)."""
+    name = "nccl_version"
+    version = (tool.get("torch") or {}).get("nccl")
+    floor = str(cfg.get("nccl_min_version") or "")
+    if not version:
+        return check(name, SKIP, "NCCL version unknown (torch not installed yet)")
+    if not floor:
+        return check(name, PASS, "NCCL %s (no floor set)" % version)
+    have, need = _ver_tuple(version), _ver_tuple(floor)
+    if have is None or need is None or have >= need:
+        return check(name, PASS, "NCCL %s >= %s" % (version, floor))
+    status = FAIL if int(cfg["tp_size"]) > 1 else WARN
+    return check(name, status, "NCCL %s < %s: collectives >= 512 KiB crashed with an illegal memory access on "
+                 "PCIe RTX PRO 6000 (NVIDIA/nccl#2418)%s" % (
+                     version, floor, "" if status == FAIL else "; TP 1 does not use NCCL collectives"),
+                 "upgrade torch (it bundles NCCL) or install a newer nvidia-nccl-cu13; preflight_nccl_min_version "
+                 "sets the floor")
+
+
 def evaluate(gpu, tool, host, config):
     """Run every check.
 
@@ -729,6 +1008,13 @@ def evaluate(gpu, tool, host, config):
         check_proxy(host, cfg, env),
         check_model_path(host, cfg),
         check_kernel_headers(host, cfg),
+        check_mig(gpu, cfg, env),
+        check_driver_known_issues(gpu, cfg),
+        check_kernel_module(gpu, cfg),
+        check_triton_ptxas(tool, cfg, env),
+        check_triton_install(tool, cfg),
+        check_gb10_memory(gpu, host, cfg, args),
+        check_nccl_version(tool, cfg),
     ]
     return {
         "checks": checks,
@@ -787,6 +1073,17 @@ def check_nccl_smoke(rc, stdout, service_env=None):
                    "set NCCL_P2P_DISABLE=1 (drop preflight_p2p_opt_out), disable ACS in BIOS or boot with iommu=pt"))
         return check(name, FAIL, "nccl_p2p_hang: all_reduce did not finish within %ss with %s (hung ranks %s)" % (
             result.get("timeout_s"), mode, result.get("hung_ranks")), remedy)
+    sizes = result.get("sizes") or []
+    failed = [r for r in sizes if not r.get("ok")]
+    if failed:
+        first = min(failed, key=lambda r: r.get("bytes") or 0)
+        passed = [r.get("bytes") for r in sizes if r.get("ok")]
+        return check(name, FAIL, "nccl_collective_crash: all_reduce of %s bytes failed with %s (NCCL %s, %s; %s "
+                     "passed) - a crash, not the P2P hang" % (
+                         first.get("bytes"), first.get("error") or "an error", result.get("nccl") or "unknown", mode,
+                         "sizes up to %s bytes" % max(passed) if passed else "no size"),
+                     "upgrade NCCL / torch (NCCL 2.26.2 crashes at >= 512 KiB on PCIe Blackwell, 2.31.2 works: "
+                     "NVIDIA/nccl#2418); raise preflight_nccl_min_version")
     if verdict == "wrong_result":
         return check(name, FAIL, "all_reduce returned wrong values with %s" % mode,
                      "check GPU health (nvidia-smi -q -d ECC) and NCCL version")

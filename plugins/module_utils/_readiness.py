@@ -61,7 +61,8 @@ def validate_params(request_timeout, successes, interval, stall_timeout, max_wai
 
 
 def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout=10.0, successes=3,
-               interval=5.0, stall_timeout=600.0, max_wait=14400.0, tail_lines=40, tp_size=1, start_grace=30.0):
+               interval=5.0, stall_timeout=600.0, max_wait=14400.0, tail_lines=40, tp_size=1, start_grace=30.0,
+               classify_context=None):
     """Wait until the server answers ``successes`` consecutive health checks, or fail with a classified cause.
 
     :param http_get: ``f(timeout) -> (status_or_None, error_text)``; status None means no HTTP answer.
@@ -71,12 +72,20 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
     :param sleep: ``f(seconds)``.
     :param start_grace: seconds during which ``inactive`` is read as "the queued start job has not run yet"
         (the role starts the unit with ``--no-block``); ``failed`` and ``auto-restart`` always end the wait.
+    :param classify_context: optional dict ``argv`` (the server's argv) and ``compute_capability``, passed to
+        :func:`_journal.classify` (N05/N06/N18 depend on them).
     :returns: dict ``ready`` (bool), ``elapsed``, ``polls``, ``consecutive_ok``, ``progress``
         (``{"done", "total"}`` of the shard bar or None), ``last_progress_at`` (elapsed s), ``phase`` (last phase
         line), ``reason`` (``ready``, ``unit_failed``, ``stalled``, ``max_wait``), ``cause`` (the
         :func:`_journal.classify` dict, or None when ready), ``last_lines`` (up to ``tail_lines`` journal lines).
     """
     validate_params(request_timeout, successes, interval, stall_timeout, max_wait)
+    context = dict(classify_context or {})
+    argv = context.pop("argv", None)
+
+    def classify(journal_lines):
+        return _journal.classify(journal_lines, argv=argv, context=context)
+
     start = clock()
     last_progress = start
     lines = []
@@ -125,7 +134,7 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
         not_started_yet = active == "inactive" and clock() - start < start_grace
         if active == "failed" or sub in ("auto-restart", "failed") or (
                 (active == "inactive" or sub == "dead") and not not_started_yet):
-            cause = _journal.classify(lines)
+            cause = classify(lines)
             cause["unit_state"] = "%s/%s" % (active, sub)
             return result(False, "unit_failed", cause)
 
@@ -142,10 +151,10 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
 
         now = clock()
         if now - start >= max_wait:
-            cause = _journal.classify(lines)
+            cause = classify(lines)
             return result(False, "max_wait", cause)
         if now - last_progress >= stall_timeout:
-            cause = _journal.classify(lines)
+            cause = classify(lines)
             if cause["cause"] in ("unknown", "busy_not_dead") and tp_size > 1 and _journal.nccl_init_complete(lines):
                 cause = {"cause": "nccl_p2p_hang", "line": None, "matches": ["nccl_p2p_hang"] + cause["matches"],
                          "summary": "no progress after NCCL 'Init COMPLETE' with TP > 1: the first all-reduce "

@@ -205,7 +205,11 @@ def render_server_args(settings):
         ``moe_runner_backend``, ``kv_cache_dtype``, ``api_key_env`` (name of the environment variable holding
         the API key, rendered as ``--api-key ${NAME}``; None = no key), ``extra_args`` (list of tokens appended
         verbatim, e.g. ``preflight_service_args``), and for a server over several hosts ``nnodes`` (rendered only
-        when > 1), ``node_rank`` (0..nnodes-1) and ``dist_init_addr`` (rank 0's ``host:port``).
+        when > 1), ``node_rank`` (0..nnodes-1) and ``dist_init_addr`` (rank 0's ``host:port``);
+        ``quantization`` (``--quantization``, from the checkpoint's canonical layout, N12), ``tool_call_parser``,
+        ``reasoning_parser``, ``speculative`` (dict ``algorithm``, ``draft_model_path``, ``num_steps``,
+        ``eagle_topk``, ``num_draft_tokens``, ``draft_model_quantization``; N05/N06) with the context for
+        :func:`spec_decode_findings` and ``speculative_known_crash_action`` (``warn``/``fail``).
         Empty strings and None mean "not rendered".
     :returns: list of str.
     :raises FlagError: on a missing model path, a port outside 1-65535, a TP size < 1, a fraction outside (0, 1),
@@ -260,6 +264,10 @@ def render_server_args(settings):
     add("--fp4-gemm-backend", settings.get("fp4_gemm_backend"))
     add("--moe-runner-backend", settings.get("moe_runner_backend"))
     add("--kv-cache-dtype", settings.get("kv_cache_dtype"))
+    add("--quantization", settings.get("quantization"))
+    add("--tool-call-parser", settings.get("tool_call_parser"))
+    add("--reasoning-parser", settings.get("reasoning_parser"))
+    _render_speculative(settings, add)
     if settings.get("enable_metrics"):
         argv.append("--enable-metrics")
     api_key_env = settings.get("api_key_env")
@@ -281,6 +289,107 @@ def render_server_args(settings):
                             flag=flag)
         seen.add(flag)
     return argv
+
+
+# --- speculative decoding (field reports N05, N06; docs/field-reports.md) ---------------------------------------------
+SPEC_FLAGS = (
+    ("algorithm", "--speculative-algorithm"),
+    ("draft_model_path", "--speculative-draft-model-path"),
+    ("num_steps", "--speculative-num-steps"),
+    ("eagle_topk", "--speculative-eagle-topk"),
+    ("num_draft_tokens", "--speculative-num-draft-tokens"),
+    ("draft_model_quantization", "--speculative-draft-model-quantization"),
+)
+SPEC_SETTINGS = frozenset(key for key, _flag in SPEC_FLAGS)
+# Algorithms that load a separate draft checkpoint (NEXTN/MTP use the target's own layers, NGRAM none).
+DRAFT_MODEL_ALGORITHMS = ("EAGLE", "EAGLE3", "STANDALONE")
+
+# Combinations reported to crash the whole server (illegal memory access on every TP rank, N06). Each entry:
+# report, algorithms, a predicate over the settings and a text. Sources: the reports named.
+SPEC_CRASH_REPORTS = (
+    {"report": "sglang#34239", "algorithms": ("NEXTN", "EAGLE", "EAGLE3", "MTP"),
+     "when": lambda s: s.get("native_context_length") and s.get("context_length") and
+     int(s["context_length"]) > int(s["native_context_length"]) - int(s["speculative"].get("num_draft_tokens") or 0),
+     "text": "context length within the draft tokens of the native limit: draft KV is written past the context "
+             "(NEXTN with Qwen3.5-397B at 262144 crashed with an illegal memory access)"},
+    {"report": "sglang#24361", "algorithms": ("NGRAM",),
+     "when": lambda s: s.get("cc_major") == 12 and str(s.get("attention_backend") or "") == "flashinfer",
+     "text": "NGRAM speculative decoding with the flashinfer prefill replay crashed with an illegal memory access "
+             "on an RTX PRO 6000 (sm_120)"},
+    {"report": "vllm#40756", "algorithms": ("NEXTN", "MTP", "EAGLE", "EAGLE3"),
+     "when": lambda s: str(s.get("cuda_version") or "").startswith("13.2") and
+     str(s.get("driver_version") or "").startswith("595."),
+     "text": "MTP on long sequences crashed with CUDA 13.2 and driver 595 (illegal memory access)"},
+)
+
+
+def spec_decode_findings(settings):
+    """Speculative-decoding combinations reported to crash, for the rendered settings.
+
+    :param settings: render settings; reads ``speculative`` (dict), ``context_length``, ``native_context_length``
+        (the checkpoint's limit), ``cc_major``, ``attention_backend``, ``cuda_version``, ``driver_version``.
+    :returns: list of ``{report, message}`` (empty when speculative decoding is off or nothing matches).
+    """
+    spec = settings.get("speculative") or {}
+    algorithm = str(spec.get("algorithm") or "").upper()
+    if not algorithm:
+        return []
+    view = dict(settings, speculative=spec)
+    found = []
+    for entry in SPEC_CRASH_REPORTS:
+        if algorithm in entry["algorithms"] and entry["when"](view):
+            found.append({"report": entry["report"],
+                          "message": "spec_decode_crash risk (%s, field report N06): --speculative-algorithm %s: %s; "
+                                     "fallback: sglang_service_speculative: {} (no speculative flags) or fewer draft "
+                                     "tokens" % (entry["report"], algorithm, entry["text"])})
+    return found
+
+
+def _render_speculative(settings, add):
+    spec = settings.get("speculative") or {}
+    unknown = sorted(set(spec) - SPEC_SETTINGS)
+    if unknown:
+        raise FlagError("speculative settings %s are not known (use %s)" % (", ".join(unknown),
+                                                                            ", ".join(sorted(SPEC_SETTINGS))),
+                        flag="--speculative-algorithm")
+    algorithm = str(spec.get("algorithm") or "").upper()
+    if not algorithm:
+        if any(spec.get(k) for k in SPEC_SETTINGS):
+            raise FlagError("speculative settings without an algorithm", flag="--speculative-algorithm")
+        return
+    if algorithm in DRAFT_MODEL_ALGORITHMS and not spec.get("draft_model_path"):
+        raise FlagError("--speculative-algorithm %s needs draft_model_path" % algorithm,
+                        flag="--speculative-draft-model-path")
+    if spec.get("draft_model_path") and settings.get("quantization") and not spec.get("draft_model_quantization"):
+        raise FlagError("draft_quant_unspecified: the target is quantised (--quantization %s) and the draft model's "
+                        "quantization is not known: SGLang would copy --quantization to the draft ('Cannot find the "
+                        "config file for %s', field report N05); let the checkpoint facts read the draft, or set "
+                        "draft_model_quantization (unquant for a BF16 draft)"
+                        % (settings["quantization"], settings["quantization"]),
+                        flag="--speculative-draft-model-quantization")
+    spec = dict(spec, algorithm=algorithm)
+    for key, flag in SPEC_FLAGS:
+        add(flag, spec.get(key))
+    for finding in spec_decode_findings(settings):
+        if settings.get("speculative_known_crash_action") == "fail":
+            raise FlagError(finding["message"], flag="--speculative-algorithm", value=algorithm)
+
+
+def check_draft_quantization_choice(argv, spec, revision="unknown revision"):
+    """FAIL ``draft_quant_unspecified`` when the rendered draft quantization is not a choice of this SGLang (N05)."""
+    value = dict((f, v) for f, v in _pairs(argv)).get("--speculative-draft-model-quantization")
+    if value is None:
+        return None
+    entry = (spec.get("options") or {}).get("--speculative-draft-model-quantization")
+    if entry is None:
+        raise FlagError("draft_quant_unspecified: %s has no --speculative-draft-model-quantization; the draft would "
+                        "inherit --quantization (field report N05)" % revision,
+                        flag="--speculative-draft-model-quantization", revision=revision)
+    if entry.get("choices") is not None and value not in entry["choices"]:
+        raise FlagError("draft_quant_unspecified: --speculative-draft-model-quantization %s is not a choice of %s "
+                        "(choices: %s)" % (value, revision, ", ".join(entry["choices"])),
+                        flag="--speculative-draft-model-quantization", value=value, revision=revision)
+    return value
 
 
 def _get(action, key, default=None):

@@ -220,13 +220,67 @@ _FAILURE_RULES = (
 )
 
 
-def classify_pip_failure(text):
-    """Name a pip/uv failure from its output; ``unknown`` when nothing matches."""
+# "Could not find a version that satisfies the requirement torch==2.12.0.dev20260307+cu130 (from versions: ...)"
+_NO_VERSION_RE = re.compile(r"Could not find a version that satisfies the requirement\s+([A-Za-z0-9._-]+)\s*==\s*"
+                            r"([^\s(;,]+)\s*\(from versions:\s*([^)]*)\)", re.I)
+_NO_DIST_RE = re.compile(r"No matching distribution found for\s+([A-Za-z0-9._-]+)\s*==\s*([^\s;,]+)", re.I)
+_DEV_DATE_RE = re.compile(r"\.dev(\d{8})(?:\b|\+|$)")
+
+NIGHTLY_REMEDY = ("the nightly index keeps only about 60 days of builds (replicate/monobase#17): install from a "
+                  "wheelhouse (torch_nightly_wheelhouse, or torch_nightly_wheelhouse_mirror to archive the pinned "
+                  "wheels on the controller the first time), or re-pin torch_nightly_version to a listed build and "
+                  "re-qualify it (FP4 probe, smoke test)")
+
+
+def explain_pip_failure(text):
+    """Name a pip/uv failure and say what to do.
+
+    A ``==<version>.devYYYYMMDD`` pin that the index no longer lists is ``nightly_pin_purged`` when every listed
+    nightly of that project is newer than the pin (pruned) or every one is older (the variant stopped being
+    published), and ``nightly_pin_missing`` when the pin's date falls between listed dates (field report N14).
+
+    :returns: dict ``verdict``, ``requirement`` (``name==version`` or None), ``pin_date`` (``YYYYMMDD`` or None),
+        ``listed_dates`` (sorted dev dates the index offered), ``remedy`` (text, "" when none is known).
+    """
     text = text or ""
-    for verdict, rule in _FAILURE_RULES:
+    verdict = "unknown"
+    for name, rule in _FAILURE_RULES:
         if rule.search(text):
-            return verdict
-    return "unknown"
+            verdict = name
+            break
+    result = {"verdict": verdict, "requirement": None, "pin_date": None, "listed_dates": [], "remedy": ""}
+    if verdict != "no_matching_distribution":
+        return result
+    match = _NO_VERSION_RE.search(text)
+    pin = match.group(2) if match else None
+    name = match.group(1) if match else None
+    if not match:
+        other = _NO_DIST_RE.search(text)
+        if other:
+            name, pin = other.group(1), other.group(2)
+    if not pin:
+        return result
+    result["requirement"] = "%s==%s" % (name, pin)
+    pin_date = _DEV_DATE_RE.search(pin)
+    if not pin_date:
+        return result
+    result["pin_date"] = pin_date.group(1)
+    listed = match.group(3) if match else ""
+    dates = sorted(set(m.group(1) for m in _DEV_DATE_RE.finditer(listed)))
+    result["listed_dates"] = dates
+    if dates and (all(d > result["pin_date"] for d in dates) or all(d < result["pin_date"] for d in dates)):
+        result["verdict"] = "nightly_pin_purged"
+    elif dates:
+        result["verdict"] = "nightly_pin_missing"
+    else:
+        return result
+    result["remedy"] = NIGHTLY_REMEDY
+    return result
+
+
+def classify_pip_failure(text):
+    """Name a pip/uv failure from its output; ``unknown`` when nothing matches (see :func:`explain_pip_failure`)."""
+    return explain_pip_failure(text)["verdict"]
 
 
 def protected_drift(before, after, protected=DEFAULT_PROTECTED):

@@ -48,6 +48,34 @@ TORCH_PROBE = (
     "    except Exception as exc:\n"
     "        out['arch_list'] = None\n"
     "        out['arch_error'] = str(exc)\n"
+    "    try:\n"
+    "        out['nccl'] = '.'.join(str(x) for x in torch.cuda.nccl.version())\n"
+    "    except Exception:\n"
+    "        out['nccl'] = None\n"
+    # N16/N01: which distributions own site-packages/triton, what torch requires, and the bundled ptxas
+    "tri = {'distributions': {}, 'torch_requires': [], 'bundled_ptxas': None, 'bundled_ptxas_version': None}\n"
+    "try:\n"
+    "    import importlib.metadata as md\n"
+    "    for name in ('triton', 'pytorch-triton', 'triton-nightly'):\n"
+    "        try:\n"
+    "            tri['distributions'][name] = md.version(name)\n"
+    "        except md.PackageNotFoundError:\n"
+    "            pass\n"
+    "    try:\n"
+    "        tri['torch_requires'] = [r for r in (md.requires('torch') or []) if 'triton' in r.lower()]\n"
+    "    except md.PackageNotFoundError:\n"
+    "        pass\n"
+    "    import importlib.util, os, subprocess\n"
+    "    spec = importlib.util.find_spec('triton')\n"
+    "    if spec and spec.submodule_search_locations:\n"
+    "        cand = os.path.join(list(spec.submodule_search_locations)[0], 'backends', 'nvidia', 'bin', 'ptxas')\n"
+    "        if os.path.isfile(cand):\n"
+    "            tri['bundled_ptxas'] = cand\n"
+    "            tri['bundled_ptxas_version'] = subprocess.run([cand, '--version'], capture_output=True, text=True,\n"
+    "                                                          timeout=30).stdout\n"
+    "except Exception as exc:\n"
+    "    tri['error'] = '%s: %s' % (type(exc).__name__, exc)\n"
+    "out['triton'] = tri\n"
     "print('BLACKWELL_TORCH_PROBE ' + json.dumps(out))\n"
 )
 
@@ -221,5 +249,5 @@ def collect_torch(run, python):
         return facts
     facts.update({"present": True, "version": probe.get("version"), "cuda": probe.get("cuda"),
                   "arch_list": probe.get("arch_list"), "git_version": probe.get("git_version"),
-                  "python_version": probe.get("python")})
+                  "python_version": probe.get("python"), "nccl": probe.get("nccl"), "triton": probe.get("triton")})
     return facts

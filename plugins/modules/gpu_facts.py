@@ -43,6 +43,14 @@ options:
       - Read ACS control bits (lspci) and IOMMU group types (sysfs) for each GPU.
     type: bool
     default: true
+  kernel_log:
+    description:
+      - When nvidia-smi fails, read this boot's kernel log (C(journalctl -k -b)) to name the cause: a wedged GPU
+        (Xid 119/154/8/79, GSP timeout; C(gpu_wedged_xid_<n>), reboot required), C(bios_bar_disabled)
+        (C(RmInitAdapter failed! (0x22:0x56:884))) or another adapter-init failure, instead of "driver not loaded"
+        (field reports N03, N20 in docs/field-reports.md).
+    type: bool
+    default: true
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 notes:
@@ -88,8 +96,9 @@ gpu_count:
 gpus:
   description:
     - One entry per GPU with C(index), C(name), C(uuid), C(pci_bus_id) (C(0000:19:00.0)), C(compute_cap) (C("12.0")),
-      C(memory_total_mib), C(memory_used_mib), C(driver_version), C(persistence_mode). Values nvidia-smi cannot
-      provide are null.
+      C(memory_total_mib), C(memory_used_mib), C(driver_version), C(persistence_mode), and from C(nvidia-smi -q)
+      C(mig_mode) (C(Enabled)/C(Disabled)), C(mig_mode_pending), C(gsp_firmware_version), C(vbios_version),
+      C(compute_mode). Values nvidia-smi cannot provide are null (GB10 reports memory as C([N/A])).
   returned: always
   type: list
   elements: dict
@@ -126,6 +135,19 @@ iommu:
   description: IOMMU and ACS kernel parameters from C(/proc/cmdline) (C(tokens), C(passthrough), C(disabled), C(forced_on), C(acs_override)).
   returned: always
   type: dict
+kernel_module:
+  description: C(open) (true for the open kernel module, false for the proprietary one, null unknown), C(version), C(source).
+  returned: always
+  type: dict
+pci_devices:
+  description: NVIDIA display controllers in sysfs (C(bus_id), C(device_id) such as C(10de:2b85)), also when nvidia-smi sees none.
+  returned: always
+  type: list
+  elements: dict
+kernel_log_line:
+  description: The kernel-log line that named the failure (see O(kernel_log)), or null.
+  returned: always
+  type: str
 problems:
   description: Non-fatal problems while reading (for example C(nvidia-smi topo -m) failing); also emitted as warnings.
   returned: always
@@ -144,6 +166,7 @@ def main():
             lspci=dict(type="path"),
             topology=dict(type="bool", default=True),
             pcie=dict(type="bool", default=True),
+            kernel_log=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -155,8 +178,16 @@ def main():
     def run(argv):
         return module.run_command(argv, environ_update={"LC_ALL": "C"})
 
+    journalctl = module.get_bin_path("journalctl") if module.params["kernel_log"] else None
+
+    def kernel_log():
+        rc, out, _err = module.run_command([journalctl, "-k", "-b", "-o", "cat", "--no-pager", "-n", "5000"],
+                                           environ_update={"LC_ALL": "C"})
+        return out.splitlines() if rc == 0 else []
+
     try:
-        facts = collect(run, nvidia_smi, lspci=lspci, topology=module.params["topology"], pcie=module.params["pcie"])
+        facts = collect(run, nvidia_smi, lspci=lspci, topology=module.params["topology"], pcie=module.params["pcie"],
+                        kernel_log=kernel_log if journalctl else None)
     except NvidiaSmiError as exc:
         module.fail_json(msg=exc.message, error=exc.kind, nvidia_smi=nvidia_smi)
     if facts["nvidia_smi"] is None and module.params["nvidia_smi"]:

@@ -21,6 +21,24 @@ description:
     field report B13). The guard picks C(bf16) then, with a warning. Forcing C(fp8_e4m3)/C(fp8_e5m2) without
     scales fails unless O(allow_fp8_without_scales=true). On compute capability 12.x the guard always picks
     C(bf16) by default and refuses C(auto).
+  - Field reports part 2 (ids resolve in C(docs/field-reports.md)). An FP4 KV cache (C(fp4_e2m1), C(nvfp4), ...)
+    is refused off the FP4-KV allow-list (compute capability 10.0 and 10.3 only), with the cause
+    C(fp4_kv_unsupported_on_sm12x) on 12.x, unless O(allow_experimental_fp4_kv=true); a checkpoint that declares
+    an FP4 KV cache never turns C(auto) into FP4 (N04).
+  - Normalises the quantisation metadata (ModelOpt C(hf_quant_config.json), C(MIXED_PRECISION) with
+    C(quantized_layers), compressed-tensors C(config_groups), the hybrid FP8 linear + NVFP4 MoE layout) into
+    RV(quant) and names the C(--quantization) value to render in RV(quantization), checked against
+    O(quantization_choices) when given; an unknown layout fails with C(quant_layout_unknown) (N12).
+  - With O(context_length), checks it against the native window or the static-YaRN-extended one, refuses
+    C(SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN) in O(env) without YaRN and warns when the tokenizer caps the
+    context (N09).
+  - With O(python) (the release venv), fails C(model_type_unsupported) when the installed transformers (or SGLang's
+    model registry) does not know the checkpoint's C(model_type) / architectures (N07), and for a Hub id with
+    C(HF_HUB_ENABLE_HF_TRANSFER) in O(env) fails C(hf_transfer_missing) when C(hf_transfer) does not import (N13).
+  - With O(speculative) naming a draft model, reads the draft checkpoint and returns
+    RV(speculative_draft_model_quantization) (C(unquant) for a BF16 draft, which would otherwise inherit the
+    target's C(--quantization)) (N05).
+  - A model path that does not start with C(/) is a Hub id: nothing is inspected, only the O(env) checks run.
   - The logic lives in C(plugins/module_utils/_checkpoint.py).
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
@@ -38,11 +56,47 @@ options:
       - The operator's C(--kv-cache-dtype) choice. Empty means "let the guard decide".
     type: str
     default: ""
-    choices: ["", auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2, fp4_e2m1]
+    choices: ["", auto, bf16, bfloat16, fp8_e4m3, fp8_e5m2, fp4_e2m1, nvfp4]
   allow_fp8_without_scales:
     description: Allow an FP8 KV cache although the checkpoint has no k/v scales (SGLang then uses 1.0).
     type: bool
     default: false
+  allow_experimental_fp4_kv:
+    description: Allow an FP4 KV cache on a GPU off the FP4-KV allow-list (experimental SM120 paths; garbage reported).
+    type: bool
+    default: false
+  context_length:
+    description: The context length that will be rendered (tokens); null skips the context check.
+    type: int
+  env:
+    description: The service environment (the unit's variables), for the N09 and N13 checks.
+    type: dict
+    default: {}
+  python:
+    description: Python of the release venv; enables the model-type (N07) and C(hf_transfer) (N13) probes.
+    type: path
+  probe_sglang_registry:
+    description: Also import SGLang's model registry in the O(python) probe (slower; imports every model file).
+    type: bool
+    default: true
+  probe_timeout:
+    description: Seconds for the O(python) probe.
+    type: int
+    default: 180
+  quantization:
+    description: The operator's C(--quantization); wins over the checkpoint's layout. Empty = from the checkpoint.
+    type: str
+    default: ""
+  quantization_choices:
+    description: The installed SGLang's C(--quantization) choices; the first candidate on this list is chosen.
+    type: list
+    elements: str
+  speculative:
+    description:
+      - Speculative decoding settings (C(algorithm), C(draft_model_path), C(num_draft_tokens),
+        C(draft_model_quantization)); empty = off.
+    type: dict
+    default: {}
   missing_ok:
     description:
       - When O(model_path) does not exist, return RV(checkpoint=null) and the guard's decision for an uninspected
@@ -95,6 +149,27 @@ checkpoint:
     has_kv_scales: false
     num_shards: 2
     total_bytes: 1234
+quant:
+  description: The canonical quantisation record (C(layout), C(weights), C(weight_formats), C(activations), C(linear),
+    C(moe), C(producer), C(methods), C(method)); null for an unquantised or uninspected checkpoint.
+  returned: always
+  type: dict
+quantization:
+  description: The C(--quantization) value to render (the operator's, or the checkpoint's), or null.
+  returned: always
+  type: str
+context:
+  description: The context check (C(limits) from the checkpoint, C(status), C(cause), C(messages), C(warnings)); null when skipped.
+  returned: always
+  type: dict
+model_support:
+  description: The N07 verdict (C(status), C(cause), C(message), C(probe)); null without O(python).
+  returned: always
+  type: dict
+speculative_draft_model_quantization:
+  description: The value for C(--speculative-draft-model-quantization), or null without a draft model.
+  returned: always
+  type: str
 recommended_kv_cache_dtype:
   description: What the guard recommends with no operator choice (C(bf16), C(fp8_e4m3) or C(auto)).
   returned: always
@@ -130,12 +205,68 @@ kv_cache:
     warnings: {description: "Warnings (also emitted as Ansible warnings).", type: list, elements: str}
 """
 
+import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint
 from ansible_collections.blackwell.sglang.plugins.module_utils._server_flags import parse_cc
+
+HF_TRANSFER_PROBE = "import hf_transfer"
+
+
+def _truthy(value):
+    return str(value).strip().lower() in ("1", "true", "yes", "on")
+
+
+def run_probe(module, python, argv, timeout):
+    timeout_bin = module.get_bin_path("timeout")
+    prefix = [timeout_bin, str(timeout)] if timeout_bin else []
+    return module.run_command(prefix + [python] + argv, cwd="/", environ_update={"PYTHONWARNINGS": "ignore"},
+                              check_rc=False)
+
+
+def check_hf_transfer(module, params, result):
+    """N13: HF_HUB_ENABLE_HF_TRANSFER for a Hub download needs hf_transfer in the venv."""
+    env = params["env"] or {}
+    if params["model_path"].startswith("/") or not _truthy(env.get("HF_HUB_ENABLE_HF_TRANSFER", "")):
+        return
+    if not params["python"]:
+        module.warn("HF_HUB_ENABLE_HF_TRANSFER is set for Hub id %s but no venv python was given to check that "
+                    "hf_transfer imports (N13)" % params["model_path"])
+        return
+    rc, _out, err = run_probe(module, params["python"], ["-c", HF_TRANSFER_PROBE], params["probe_timeout"])
+    if rc != 0:
+        last = (err.strip().splitlines() or ["no output"])[-1]
+        module.fail_json(msg="hf_transfer_missing: HF_HUB_ENABLE_HF_TRANSFER=%s is in the service environment for "
+                             "the Hub id %s but %s cannot import hf_transfer (%s): every download would fail at "
+                             "first start (N13). Drop the variable or install hf_transfer into the venv"
+                         % (env.get("HF_HUB_ENABLE_HF_TRANSFER"), params["model_path"], params["python"], last),
+                         cause="hf_transfer_missing", **result)
+
+
+def check_model_type(module, params, facts, result):
+    """N07: the venv's transformers (and SGLang) must know the checkpoint's model_type."""
+    if not params["python"]:
+        return None
+    argv = ["-c", _checkpoint.MODEL_SUPPORT_PROBE, "1" if params["probe_sglang_registry"] else "0"]
+    rc, out, err = run_probe(module, params["python"], argv, params["probe_timeout"])
+    probe = None
+    if rc == 0:
+        try:
+            probe = json.loads(out.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            probe = None
+    if probe is None:
+        probe = {"errors": ["probe exited %s: %s" % (rc, (err or out)[-500:])]}
+    verdict = _checkpoint.check_model_support(facts.get("model_type"), facts.get("architectures"), probe)
+    verdict["probe"] = dict((k, probe.get(k)) for k in ("transformers_version", "sglang_version", "errors"))
+    if verdict["status"] == "fail":
+        module.fail_json(msg=verdict["message"], cause=verdict["cause"], model_support=verdict, **result)
+    if verdict["status"] == "skip":
+        module.warn("model type not checked: %s" % verdict["message"])
+    return verdict
 
 
 def main():
@@ -144,8 +275,17 @@ def main():
             model_path=dict(type="path", required=True),
             compute_capability=dict(type="str", default=""),
             kv_cache_dtype=dict(type="str", default="",
-                                choices=["", "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1"]),
+                                choices=["", "auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2", "fp4_e2m1", "nvfp4"]),
             allow_fp8_without_scales=dict(type="bool", default=False),
+            allow_experimental_fp4_kv=dict(type="bool", default=False),
+            context_length=dict(type="int"),
+            env=dict(type="dict", default={}),
+            python=dict(type="path"),
+            probe_sglang_registry=dict(type="bool", default=True),
+            probe_timeout=dict(type="int", default=180),
+            quantization=dict(type="str", default=""),
+            quantization_choices=dict(type="list", elements="str"),
+            speculative=dict(type="dict", default={}),
             missing_ok=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
@@ -156,33 +296,84 @@ def main():
     except ValueError as exc:
         module.fail_json(msg=str(exc))
     cc_major = cc[0] if cc else None
-    if params["missing_ok"] and not os.path.exists(params["model_path"]):
+    empty = dict(quant=None, quantization=params["quantization"] or None, context=None, model_support=None,
+                 speculative_draft_model_quantization=(params["speculative"] or {}).get("draft_model_quantization"))
+    check_hf_transfer(module, params, dict(checkpoint=None, **empty))
+    try:
+        requested, fp4_warnings = _checkpoint.guard_fp4_kv(params["kv_cache_dtype"], None, cc,
+                                                           params["allow_experimental_fp4_kv"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc), cause=str(exc).split(":", 1)[0], checkpoint=None)
+    hub_id = not params["model_path"].startswith("/")
+    if hub_id or (params["missing_ok"] and not os.path.exists(params["model_path"])):
         try:
-            decision = _checkpoint.decide_kv_cache_dtype(None, params["kv_cache_dtype"],
-                                                         params["allow_fp8_without_scales"], cc_major)
+            decision = _checkpoint.decide_kv_cache_dtype(None, requested, params["allow_fp8_without_scales"],
+                                                         cc_major)
         except ValueError as exc:
             module.fail_json(msg=str(exc), checkpoint=None)
-        module.warn("%s does not exist; KV-cache guard applied without checkpoint facts" % params["model_path"])
+        decision["warnings"] = fp4_warnings + decision["warnings"]
+        if not hub_id:
+            module.warn("%s does not exist; KV-cache guard applied without checkpoint facts" % params["model_path"])
         for warning in decision["warnings"]:
             module.warn(warning)
         module.exit_json(changed=False, checkpoint=None, recommended_kv_cache_dtype=decision["dtype"],
                          quant_algo=None, kv_cache_quant_algo=None, has_kv_scales=None, num_shards=None,
-                         total_bytes=None, kv_cache=decision)
+                         total_bytes=None, kv_cache=decision, **empty)
     try:
         facts = _checkpoint.checkpoint_facts(params["model_path"])
     except (_checkpoint.CheckpointError, OSError) as exc:
         module.fail_json(msg="cannot read checkpoint: %s" % exc)
-    recommended, _reason = _checkpoint.recommend_kv_cache_dtype(facts, cc_major)
+    result = dict(checkpoint=facts, quant=facts["quant"])
     try:
-        decision = _checkpoint.decide_kv_cache_dtype(facts, params["kv_cache_dtype"],
-                                                     params["allow_fp8_without_scales"], cc_major)
+        requested, fp4_warnings = _checkpoint.guard_fp4_kv(params["kv_cache_dtype"], facts, cc,
+                                                           params["allow_experimental_fp4_kv"])
     except ValueError as exc:
-        module.fail_json(msg=str(exc), checkpoint=facts)
+        module.fail_json(msg=str(exc), cause=str(exc).split(":", 1)[0], **result)
+    recommended, _reason = _checkpoint.recommend_kv_cache_dtype(facts, cc_major)
+    if _checkpoint.is_fp4_kv_dtype(facts.get("kv_cache_quant_algo")) and not _checkpoint.is_fp4_kv_capable(cc):
+        recommended = "bf16"
+    try:
+        decision = _checkpoint.decide_kv_cache_dtype(facts, requested, params["allow_fp8_without_scales"], cc_major)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc), **result)
+    decision["warnings"] = fp4_warnings + decision["warnings"]
+    # N12: the --quantization to render
+    quantization = params["quantization"] or None
+    if not quantization:
+        if facts["quant_layout_error"]:
+            module.fail_json(msg=facts["quant_layout_error"], cause="quant_layout_unknown", **result)
+        try:
+            quantization, quant_warnings = _checkpoint.choose_quantization(facts["quant"],
+                                                                           params["quantization_choices"])
+        except _checkpoint.QuantLayoutError as exc:
+            module.fail_json(msg=str(exc), cause="quant_layout_unknown", **result)
+        decision["warnings"].extend(quant_warnings)
+    result["quantization"] = quantization
+    # N05: the draft model's quantisation
+    spec = params["speculative"] or {}
+    draft_q = spec.get("draft_model_quantization") or None
+    if spec.get("draft_model_path") and str(spec["draft_model_path"]).startswith("/"):
+        try:
+            draft = _checkpoint.draft_quantization(spec["draft_model_path"], facts["quant"], draft_q)
+        except (ValueError, OSError) as exc:
+            module.fail_json(msg=str(exc), cause=str(exc).split(":", 1)[0] if ":" in str(exc) else None, **result)
+        draft_q = draft["value"]
+    result["speculative_draft_model_quantization"] = draft_q
+    # N09 (with N06 headroom)
+    context = None
+    if params["context_length"] or (params["env"] or {}).get("SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"):
+        context = _checkpoint.check_context_length(facts["context"], params["context_length"], params["env"],
+                                                   spec.get("num_draft_tokens") if spec.get("algorithm") else 0)
+        context["limits"] = facts["context"]
+        if context["status"] == "fail":
+            module.fail_json(msg="; ".join(context["messages"]), cause=context["cause"], context=context, **result)
+        decision["warnings"].extend(context["warnings"])
+    result["context"] = context
+    result["model_support"] = check_model_type(module, params, facts, result)
     for warning in decision["warnings"]:
         module.warn(warning)
     module.exit_json(
         changed=False,
-        checkpoint=facts,
         recommended_kv_cache_dtype=recommended,
         quant_algo=facts["quant_algo"],
         kv_cache_quant_algo=facts["kv_cache_quant_algo"],
@@ -190,6 +381,7 @@ def main():
         num_shards=facts["num_shards"],
         total_bytes=facts["total_bytes"],
         kv_cache=decision,
+        **result
     )
 
 

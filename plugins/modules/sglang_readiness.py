@@ -67,6 +67,24 @@ options:
         C(--no-block)). C(failed) and C(auto-restart) end the wait at once.
     type: float
     default: 30
+  server_args:
+    description:
+      - The server's argv (the rendered C(launch_server) flags). Lets the classifier tell a speculative-decoding
+        crash from a plain illegal memory access, and an inherited draft quantization from a wrong
+        C(--quantization) (field reports N05, N06; docs/field-reports.md).
+    type: list
+    elements: str
+    default: []
+  compute_capability:
+    description: Compute capability of the serving GPUs (C("12.1") marks a GB10, whose kernel-log OOM is N18).
+    type: str
+    default: ""
+  kernel_log:
+    description:
+      - Also follow the NVIDIA driver lines (C(NVRM)) of the kernel log since the wait began, so that a wedged GPU
+        (C(gpu_wedged_xid_<n>) with C(reboot_required) in the cause) or GB10 memory exhaustion is the reported cause (N03, N18).
+    type: bool
+    default: true
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
@@ -169,6 +187,33 @@ class Journal(object):
         return lines
 
 
+class KernelLog(object):
+    """NVIDIA driver lines (``NVRM``) of the kernel log since the wait began (``journalctl -k``): a GPU wedged by an
+    Xid 119/154/8/79 or GB10's unified memory running out shows there, not in the unit's journal (N03, N18)."""
+
+    def __init__(self, module, since):
+        self.module = module
+        self.since = since
+        self.cursor = None
+        self.journalctl = module.get_bin_path("journalctl")
+
+    def __call__(self):
+        if not self.journalctl:
+            return []
+        cmd = [self.journalctl, "-k", "--no-pager", "-o", "cat", "--show-cursor"]
+        cmd.append("--after-cursor=%s" % self.cursor if self.cursor else "--since=@%d" % int(self.since))
+        rc, out, _err = self.module.run_command(cmd, check_rc=False)
+        if rc != 0:
+            return []
+        lines = []
+        for line in out.splitlines():
+            if line.startswith("-- cursor: "):
+                self.cursor = line[len("-- cursor: "):].strip()
+            elif "NVRM" in line:
+                lines.append(line)
+        return lines
+
+
 def systemctl_show(module, unit, props):
     systemctl = module.get_bin_path("systemctl", required=True)
     rc, out, err = module.run_command([systemctl, "show", unit] + ["--property=%s" % p for p in props],
@@ -206,6 +251,9 @@ def main():
             tail_lines=dict(type="int", default=40),
             tp_size=dict(type="int", default=1),
             start_grace=dict(type="float", default=30.0),
+            server_args=dict(type="list", elements="str", default=[], no_log=False),
+            compute_capability=dict(type="str", default=""),
+            kernel_log=dict(type="bool", default=True),
         ),
         supports_check_mode=True,
     )
@@ -222,7 +270,11 @@ def main():
         module.exit_json(changed=False, ready=status == 200, reason="check_mode", elapsed=0.0, progress=None,
                          phase=None, last_lines=[], invocation_id=invocation_id, last_http=status or error)
 
-    journal = Journal(module, p["unit"], invocation_id)
+    unit_journal = Journal(module, p["unit"], invocation_id)
+    kernel = KernelLog(module, time.time() - 5) if p["kernel_log"] else (lambda: [])
+
+    def journal():
+        return unit_journal() + kernel()
 
     def unit_state():
         values = systemctl_show(module, p["unit"], ["ActiveState", "SubState"])
@@ -232,8 +284,9 @@ def main():
         http_get=http_get, read_journal=journal, unit_state=unit_state,
         clock=time.monotonic, sleep=time.sleep, request_timeout=p["request_timeout"], successes=p["successes"],
         interval=p["interval"], stall_timeout=p["stall_timeout"], max_wait=p["max_wait"],
-        tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"])
-    result["invocation_id"] = journal.invocation_id
+        tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"],
+        classify_context={"argv": p["server_args"] or None, "compute_capability": p["compute_capability"]})
+    result["invocation_id"] = unit_journal.invocation_id
     if result["ready"]:
         result.pop("cause", None)
         module.exit_json(changed=False, **result)

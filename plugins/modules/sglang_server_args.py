@@ -186,6 +186,7 @@ def main():
     if args:
         try:
             result["backends"] = flags_util.check_backends(args, p["compute_capability"] or None)
+            flags_util.check_draft_quantization_choice(args, spec, revision)
             result["validated"] = flags_util.validate_args(args, spec, revision)
         except (flags_util.FlagError, ValueError) as exc:
             result.pop("flags")

@@ -28,7 +28,29 @@ def _free_port():
         return sock.getsockname()[1]
 
 
-def _worker(rank, world, port, size_mb, iters, queue):
+def _sweep(torch, dist, world, sweep_kib):
+    """All-reduce each size once (field report N19: old NCCL crashes only at >= 512 KiB on PCIe Blackwell).
+
+    Stops at the first failure: after an illegal memory access the CUDA context is unusable."""
+    sizes = []
+    expected = world * (world + 1) / 2.0
+    for kib in sweep_kib:
+        numel = kib * 1024 // 4
+        try:
+            x = torch.full((numel,), float(dist.get_rank() + 1), device="cuda", dtype=torch.float32)
+            dist.all_reduce(x)
+            torch.cuda.synchronize()
+            ok = bool(torch.all(x == expected).item())
+            sizes.append({"bytes": kib * 1024, "ok": ok} if ok else
+                         {"bytes": kib * 1024, "ok": False, "error": "wrong values"})
+        except Exception as exc:  # the crash is the finding
+            sizes.append({"bytes": kib * 1024, "ok": False, "error": "%s: %s" % (type(exc).__name__, exc)})
+            break
+    return sizes
+
+
+def _worker(rank, world, port, size_mb, iters, queue, sweep_kib=()):
+    sizes = []
     try:
         import torch
         import torch.distributed as dist
@@ -37,6 +59,10 @@ def _worker(rank, world, port, size_mb, iters, queue):
         os.environ["MASTER_PORT"] = str(port)
         torch.cuda.set_device(rank)
         dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device("cuda", rank))
+        sizes = _sweep(torch, dist, world, sweep_kib)
+        if sizes and not sizes[-1]["ok"]:
+            queue.put({"rank": rank, "error": sizes[-1]["error"], "sizes": sizes})
+            return
         numel = size_mb * 1024 * 1024 // 4
         x = torch.full((numel,), float(rank + 1), device="cuda", dtype=torch.float32)
         start = time.time()
@@ -53,10 +79,11 @@ def _worker(rank, world, port, size_mb, iters, queue):
         # ring all-reduce bus bandwidth (nccl-tests convention): 2 (n-1)/n x bytes / time
         busbw = 2.0 * (world - 1) / world * numel * 4 / per_iter / 1e9 if per_iter > 0 else None
         queue.put({"rank": rank, "ok": ok, "first_s": round(first, 4), "iter_ms": round(per_iter * 1e3, 3),
-                   "busbw_gbps": round(busbw, 2) if busbw else None, "device": torch.cuda.get_device_name(rank)})
+                   "busbw_gbps": round(busbw, 2) if busbw else None, "device": torch.cuda.get_device_name(rank),
+                   "sizes": sizes})
         dist.destroy_process_group()
     except Exception as exc:  # reported to the parent, which decides the verdict
-        queue.put({"rank": rank, "error": "%s: %s" % (type(exc).__name__, exc)})
+        queue.put({"rank": rank, "error": "%s: %s" % (type(exc).__name__, exc), "sizes": sizes})
 
 
 def main(argv=None):
@@ -65,7 +92,10 @@ def main(argv=None):
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole test")
     parser.add_argument("--size-mb", type=int, default=64)
     parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--sweep-kib", default="256,512,1024,4096,16384,65536",
+                        help="comma-separated sizes (KiB) all-reduced once each before the timed run; '' = none")
     args = parser.parse_args(argv)
+    sweep = [int(v) for v in str(args.sweep_kib).split(",") if v.strip()]
     env = dict((k, v) for k, v in os.environ.items() if k.startswith("NCCL_"))
     result = {"gpus": args.gpus, "timeout_s": args.timeout, "size_mb": args.size_mb, "nccl_env": env}
     try:
@@ -84,7 +114,8 @@ def main(argv=None):
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     port = _free_port()
-    procs = [ctx.Process(target=_worker, args=(r, args.gpus, port, args.size_mb, args.iters, queue), daemon=True)
+    procs = [ctx.Process(target=_worker, args=(r, args.gpus, port, args.size_mb, args.iters, queue, sweep),
+                         daemon=True)
              for r in range(args.gpus)]
     start = time.time()
     for proc in procs:
@@ -105,6 +136,13 @@ def main(argv=None):
             proc.kill()
     result["elapsed_s"] = round(time.time() - start, 2)
     result["ranks"] = sorted(ranks, key=lambda r: r["rank"])
+    merged = {}
+    for rank_result in ranks:
+        for entry in rank_result.get("sizes") or []:
+            have = merged.setdefault(entry["bytes"], {"bytes": entry["bytes"], "ok": True})
+            if not entry["ok"]:
+                have.update(ok=False, error=entry.get("error"))
+    result["sizes"] = [merged[b] for b in sorted(merged)]
     errors = [r for r in ranks if "error" in r]
     if hung or len(ranks) < args.gpus and not errors:
         result.update(verdict="nccl_p2p_hang", hung_ranks=hung,

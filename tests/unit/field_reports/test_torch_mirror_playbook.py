@@ -1,0 +1,102 @@
+"""N14: torch_nightly's wheelhouse mirror run for real by ansible-playbook on localhost.
+
+The "nightly index" is a local PEP 503 directory (file://) holding small but valid wheels built by the test: a
+stand-in at the network boundary. First run: the pinned wheels are downloaded once and fetched into the controller
+mirror, then copied to the host's wheelhouse. Second run, with the index gone: the mirror alone serves the pin. A pin
+the index no longer lists (only newer nightlies) fails with the nightly_pin_purged message naming the remedy.
+"""
+
+import base64
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import zipfile
+
+import pytest
+
+from conftest import ROOT
+
+PIN = "2.12.0.dev20260307+cu130"
+
+
+def wheel(directory, name, version):
+    """A minimal valid wheel (METADATA, WHEEL, RECORD) named by the wheel file-name rule."""
+    dist = "%s-%s" % (name.replace("-", "_"), version)
+    path = os.path.join(directory, "%s-py3-none-any.whl" % dist)
+    files = {
+        "%s.dist-info/METADATA" % dist: "Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version),
+        "%s.dist-info/WHEEL" % dist: "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    with zipfile.ZipFile(path, "w") as archive:
+        for arc, text in files.items():
+            archive.writestr(arc, text)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+            record.append("%s,sha256=%s,%d" % (arc, digest, len(text)))
+        record.append("%s.dist-info/RECORD,," % dist)
+        archive.writestr("%s.dist-info/RECORD" % dist, "\n".join(record) + "\n")
+    return path
+
+
+def index(root, wheels):
+    """A PEP 503 simple index: <root>/simple/<project>/index.html linking the wheels."""
+    for name, versions in wheels.items():
+        project = root / "simple" / name
+        project.mkdir(parents=True)
+        links = []
+        for version in versions:
+            path = wheel(str(project), name, version)
+            links.append('<a href="%s">%s</a>' % (os.path.basename(path), os.path.basename(path)))
+        (project / "index.html").write_text("<html><body>%s</body></html>\n" % "\n".join(links))
+    return "file://%s/simple" % root
+
+
+def play(tmp_path, index_url, mirror, dest, pin=PIN):
+    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
+    if not exe.exists():
+        pytest.skip("ansible-playbook is not next to this Python")
+    playbook = [{"name": "mirror", "hosts": "localhost", "connection": "local", "gather_facts": False,
+                 "vars": {"torch_nightly_version": pin, "torch_nightly_python": sys.executable,
+                          "torch_nightly_index_url": index_url, "torch_nightly_wheelhouse_mirror": str(mirror),
+                          "torch_nightly_wheelhouse_mirror_dest": str(dest), "torch_nightly_pip_retries": 0,
+                          "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1},
+                 "tasks": [{"name": "validate", "ansible.builtin.include_role": {
+                     "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
+                     {"name": "mirror", "ansible.builtin.include_role": {
+                         "name": "blackwell.sglang.torch_nightly", "tasks_from": "mirror"}}]}]
+    path = tmp_path / "play.yml"
+    path.write_text(json.dumps(playbook))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_FACT_CACHING="memory", PIP_CONFIG_FILE=os.devnull, PIP_NO_CACHE_DIR="1",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-tmp"))
+    argv = [str(exe), "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable, str(path)]
+    return subprocess.run(argv, env=env, capture_output=True, text=True,
+                          timeout=300, check=False)
+
+
+def test_mirror_first_run_then_no_index(tmp_path):
+    url = index(tmp_path / "idx", {"torch": [PIN, "2.12.0.dev20260601+cu130"]})
+    mirror, dest = tmp_path / "controller-mirror", tmp_path / "host-wheelhouse"
+    first = play(tmp_path, url, mirror, dest)
+    assert first.returncode == 0, first.stdout[-3000:]
+    name = "torch-%s-py3-none-any.whl" % PIN
+    assert sorted(os.listdir(str(mirror))) == [name]
+    assert os.path.isfile(str(dest / name))
+    os.remove(str(dest / name))
+    second = play(tmp_path, "file://%s/nowhere" % tmp_path, mirror, dest)
+    assert second.returncode == 0, second.stdout[-3000:]
+    # the index is gone: had the download run, the play would have failed on it
+    assert os.path.isfile(str(dest / name))
+    assert sorted(os.listdir(str(mirror))) == [name]
+
+
+def test_pin_gone_from_the_index_names_the_remedy(tmp_path):
+    url = index(tmp_path / "idx", {"torch": ["2.12.0.dev20260601+cu130", "2.12.0.dev20260602+cu130"]})
+    result = play(tmp_path, url, tmp_path / "controller-mirror", tmp_path / "host-wheelhouse")
+    assert result.returncode != 0
+    assert "[nightly_pin_purged] torch==%s" % PIN in result.stdout, result.stdout[-3000:]
+    assert "torch_nightly_wheelhouse" in result.stdout
