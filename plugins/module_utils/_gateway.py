@@ -15,7 +15,7 @@ checked against a real ``smg launch`` on 127.0.0.1 (tests/unit/gateway):
   are set) and is forwarded to workers that have no key of their own. The role's launcher therefore adds it to
   the argument list inside the process (from a root-only environment file), never to argv.
 - Worker API: ``GET /workers`` -> ``{"workers": [{"id", "url", "status", "is_healthy", "load", ...}], "total"}``;
-  ``POST /workers {"url": ...}`` -> 202 (409 ``WORKER_ALREADY_EXISTS`` when the URL is registered);
+  ``POST /workers {"url": ..., "api_key": ...}`` -> 202 (409 ``WORKER_ALREADY_EXISTS`` when the URL is registered);
   ``DELETE /workers/<id>`` -> 202, the worker shows ``status: draining`` (smg stops routing to it and waits its
   drain settle time, 5 s in 1.13.0) and then leaves the list. A worker added by POST shows ``is_healthy: true`` and
   ``status: ready`` once smg's registration workflow (metadata discovery + health) is through.
@@ -365,8 +365,13 @@ def remove_worker(client, url, timeout=60.0, poll=0.5, clock=time.monotonic, sle
         sleep(poll)
 
 
-def add_worker(client, url, timeout=300.0, poll=1.0, remove_on_failure=True, clock=time.monotonic, sleep=time.sleep):
+def add_worker(client, url, timeout=300.0, poll=1.0, remove_on_failure=True, worker_api_key="", clock=time.monotonic,
+               sleep=time.sleep):
     """Put ``url`` (back) into the gateway and wait until smg reports it healthy and ready.
+
+    ``worker_api_key`` goes into the worker spec (``api_key``): smg 1.13.0 gives its own ``--api-key`` only to the
+    workers of ``--worker-urls``; one added through ``POST /workers`` without a key fails backend detection with
+    401 against an SGLang that has ``--api-key`` (seen with the real smg in tests/unit/gateway).
 
     :returns: ``{"changed": bool, "worker_id": str, "waited_s": float}``; not changed when it was already routable.
     :raises GatewayError: refused, or not healthy after ``timeout`` s; with ``remove_on_failure`` the worker is
@@ -382,7 +387,10 @@ def add_worker(client, url, timeout=300.0, poll=1.0, remove_on_failure=True, clo
                 raise GatewayError("%s still draining on %s after %ss" % (url, client.base_url, timeout))
             sleep(poll)
             entry = find_worker(client.workers(), url)
-        status, payload = client.call("POST", "/workers", {"url": _norm_url(url)})
+        spec = {"url": _norm_url(url)}
+        if worker_api_key:
+            spec["api_key"] = worker_api_key
+        status, payload = client.call("POST", "/workers", spec)
         if status not in (200, 201, 202, 409):
             raise GatewayError("POST %s/workers (%s) answered %s: %s" % (client.base_url, url, status, str(payload)[:300]))
     last = None

@@ -31,6 +31,12 @@ options:
     description: The gateway's API key (its C(--api-key)); sent as C(Authorization. Bearer). Empty for none.
     type: str
     default: ""
+  worker_api_key:
+    description:
+      - The worker's own API key (SGLang's C(--api-key)), sent in the worker spec of C(POST /workers). smg gives its
+        C(--api-key) only to the workers it started with; a worker added later needs its key here.
+    type: str
+    default: ""
   worker_url:
     description: The worker's URL exactly as the gateway knows it (C(http://host:port)).
     type: str
@@ -100,6 +106,7 @@ def main():
         argument_spec=dict(
             gateway_url=dict(type="str", required=True),
             api_key=dict(type="str", default="", no_log=True),
+            worker_api_key=dict(type="str", default="", no_log=True),
             worker_url=dict(type="str", required=True),
             state=dict(type="str", choices=["absent", "present", "query"], default="present"),
             timeout=dict(type="int", default=300),
@@ -122,7 +129,7 @@ def main():
             res = _gateway.remove_worker(client, p["worker_url"], timeout=p["timeout"], poll=p["poll"])
         else:
             res = _gateway.add_worker(client, p["worker_url"], timeout=p["timeout"], poll=p["poll"],
-                                      remove_on_failure=p["remove_on_failure"])
+                                      remove_on_failure=p["remove_on_failure"], worker_api_key=p["worker_api_key"])
         entry = _gateway.find_worker(client.workers(), p["worker_url"])
     except _gateway.GatewayError as exc:
         module.fail_json(msg=str(exc), worker_id=None, waited_s=None, entry=None)
