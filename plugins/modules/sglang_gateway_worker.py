@@ -14,9 +14,9 @@ description:
   - Talks to the worker API of SGLang's gateway C(smg) (C(GET /workers), C(POST /workers), C(DELETE /workers/<id>),
     as smg 1.13.0 serves it).
   - C(state=absent) removes the worker with O(worker_url) and waits until the gateway no longer lists it (smg first
-    marks it C(draining): no new requests, then its drain settle time). Not listed: nothing to do.
-  - C(state=present) adds it and waits until the gateway reports it C(is_healthy) and C(ready). Already routable:
-    nothing to do. Not healthy within O(timeout): with O(remove_on_failure) it is removed again (a worker that
+    marks it C(draining) - no new requests - and waits its drain settle time). Not listed - nothing to do.
+  - C(state=present) adds it and waits until the gateway reports it C(is_healthy) and C(ready). Already routable -
+    nothing to do. Not healthy within O(timeout) - with O(remove_on_failure) it is removed again (a worker that
     cannot come back stays out of the gateway) and the task fails.
   - C(state=query) only reads the gateway's view of the worker.
   - The logic lives in C(plugins/module_utils/_gateway.py).
@@ -28,7 +28,7 @@ options:
     type: str
     required: true
   api_key:
-    description: The gateway's API key (its C(--api-key)); sent as C(Authorization. Bearer). Empty for none.
+    description: The gateway's API key (its C(--api-key)); sent as a bearer token in the C(Authorization) header. Empty for none.
     type: str
     default: ""
   worker_api_key:

@@ -24,7 +24,7 @@ options:
     type: str
     required: true
   api_key:
-    description: SGLang's API key, sent as C(Authorization. Bearer). Empty for none.
+    description: SGLang's API key, sent as a bearer token in the C(Authorization) header. Empty for none.
     type: str
     default: ""
   timeout:

@@ -100,8 +100,8 @@ def test_render_args_and_no_key_in_argv():
                                  "retry_max_retries": 3, "log_level": "", "extra_args": ["--disable-circuit-breaker"]},
                                 _workers())
     assert argv[:4] == ["--host", "0.0.0.0", "--port", "8000"]
-    assert argv[argv.index("--worker-urls") + 1:argv.index("--worker-urls") + 3] == ["http://10.0.0.1:30000",
-                                                                                      "http://10.0.0.2:30000"]
+    at = argv.index("--worker-urls")
+    assert argv[at + 1:at + 3] == ["http://10.0.0.1:30000", "http://10.0.0.2:30000"]
     assert "--retry-max-retries" in argv and "--log-level" not in argv
     with pytest.raises(_gateway.GatewayError, match="never in argv"):
         _gateway.render_args({"host": "h", "port": 1, "policy": "p", "extra_args": ["--api-key", "x"]}, _workers())
