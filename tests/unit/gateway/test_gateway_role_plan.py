@@ -89,3 +89,26 @@ def test_empty_key_refused_on_a_public_gateway(tmp_path):
     res, plan = _run(tmp_path, _inv([("a", "10.0.0.1")]), {"sglang_gateway_api_key": ""})
     assert res.returncode != 0 and plan is None
     assert "sglang_gateway_api_key" in res.stdout + res.stderr
+
+
+@pytest.mark.slow
+def test_drain_and_undrain_without_gateways_do_nothing(tmp_path):
+    """A fleet without a `sglang_gateways` group: the rollout's new include_role calls skip everything."""
+    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
+    if not exe.exists():
+        pytest.skip("ansible-playbook is not next to this Python")
+    play = [{"name": "rollout turn", "hosts": "sglang_servers", "gather_facts": False, "tasks": [
+        {"name": "drain", "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_gateway", "tasks_from": "drain"}},
+        {"name": "undrain", "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_gateway", "tasks_from": "undrain"}},
+    ]}]
+    inv = {"all": {"children": {"sglang_servers": {"hosts": {"gpu1": {}, "gpu2": {}}}}}}
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "inv.yml").write_text(yaml.safe_dump(inv))
+    cmd = [str(exe), "-i", str(tmp_path / "inv.yml"), str(tmp_path / "play.yml"),
+           "-e", json.dumps({"ansible_connection": "local", "ansible_python_interpreter": sys.executable})]
+    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=240, check=False)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "changed=0" in res.stdout and "failed=0" in res.stdout
+    for task in ("Take the worker out of every gateway", "Put the worker back into every gateway"):
+        after = res.stdout.split(task, 1)[1].split("TASK [", 1)[0]
+        assert "skipping: [gpu1]" in after and "ok: [gpu1]" not in after and "changed: [gpu1]" not in after
