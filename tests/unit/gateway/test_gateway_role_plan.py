@@ -112,3 +112,46 @@ def test_drain_and_undrain_without_gateways_do_nothing(tmp_path):
     for task in ("Take the worker out of every gateway", "Put the worker back into every gateway"):
         after = res.stdout.split(task, 1)[1].split("TASK [", 1)[0]
         assert "skipping: [gpu1]" in after and "ok: [gpu1]" not in after and "changed: [gpu1]" not in after
+
+
+def _smg_prefix():
+    cand = os.environ.get("SGLANG_GATEWAY_TEST_SMG_PYTHON") or sys.executable
+    res = subprocess.run([cand, "-c", "import smg.launch_router, sys; print(sys.prefix)"], capture_output=True, text=True,
+                         timeout=60, check=False)
+    return res.stdout.strip() if res.returncode == 0 else None
+
+
+def _run_validate(tmp_path, extra):
+    """plan + validate stages of the role against an existing venv with smg (nothing installed, nothing written)."""
+    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
+    prefix = _smg_prefix()
+    if not exe.exists() or not prefix:
+        pytest.skip("needs ansible-playbook and a python with smg (SGLANG_GATEWAY_TEST_SMG_PYTHON)")
+    play = [{"name": "gateway validate", "hosts": "sglang_gateways", "gather_facts": False, "tasks": [
+        {"name": "role", "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_gateway"},
+         "tags": ["gateway_plan", "gateway_validate"]}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    (tmp_path / "inv.yml").write_text(yaml.safe_dump(_inv([("a", "10.0.0.1")])))
+    ev = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable, "sglang_gateway_api_key": "k" * 32,
+          "sglang_gateway_venv": prefix}
+    ev.update(extra)
+    cmd = [str(exe), "-i", str(tmp_path / "inv.yml"), str(tmp_path / "play.yml"), "--tags", "gateway_plan,gateway_validate",
+           "-e", json.dumps(ev)]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=_env(), timeout=300, check=False)
+
+
+@pytest.mark.slow
+def test_policy_the_installed_smg_does_not_offer(tmp_path):
+    res = _run_validate(tmp_path, {"sglang_gateway_policy": "fastest"})
+    out = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "sglang_gateway_policy: fastest is not a routing policy of the installed smg 1.13.0" in out
+    assert "cache_aware" in out
+
+
+@pytest.mark.slow
+def test_flag_the_installed_smg_refuses_and_good_settings_pass(tmp_path):
+    res = _run_validate(tmp_path, {"sglang_gateway_extra_args": ["--no-such-flag"]})
+    assert res.returncode != 0 and "unknown flag --no-such-flag" in res.stdout + res.stderr
+    res = _run_validate(tmp_path, {"sglang_gateway_policy": "least_load"})
+    assert res.returncode == 0, res.stdout[-3000:]
