@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+"""Controller-side filters of the sglang_gateway role (the rules live in module_utils/_gateway.py)."""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
+
+
+def sglang_gateway_servers(host_names, hostvars, groups, default_port, default_scheme="http"):
+    """One dict per server host for :func:`sglang_gateway_workers`, read from the inventory.
+
+    Per host: ``sglang_gateway_worker_address`` (else ``ansible_host``, else the inventory name),
+    ``sglang_gateway_worker_port`` (else ``default_port``), ``sglang_gateway_worker_scheme``, and the multi-node
+    group of the shared inventory variable ``sglang_service_multinode_group`` with its members' explicit
+    ``sglang_service_node_rank``; also ``sglang_service_port`` and ``sglang_service_host`` for the checks.
+    """
+    out = []
+    for host in list(host_names or []):
+        hv = hostvars[host]
+        group = hv.get("sglang_service_multinode_group") or ""
+        members = list(groups.get(group) or []) if group else []
+        ranks = {}
+        for member in members:
+            rank = hostvars[member].get("sglang_service_node_rank")
+            if rank not in (None, ""):
+                ranks[member] = int(rank)
+        out.append({
+            "host": host,
+            "address": hv.get("sglang_gateway_worker_address") or hv.get("ansible_host") or host,
+            "port": hv.get("sglang_gateway_worker_port") or default_port,
+            "scheme": hv.get("sglang_gateway_worker_scheme") or default_scheme,
+            "multinode_members": members,
+            "ranks": ranks,
+            "service_port": hv.get("sglang_service_port"),
+            "service_host": hv.get("sglang_service_host"),
+        })
+    return out
+
+
+def sglang_gateway_workers(servers, group_name="sglang_servers"):
+    """One worker per server (rank 0 of a multi-node server); GatewayError becomes a filter error."""
+    try:
+        return _gateway.plan_workers(list(servers or []), group_name)
+    except (_gateway.GatewayError, KeyError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_gateway: %s" % exc)
+
+
+def sglang_gateway_check(workers, gateway_host, settings, policies=None, server_ports=None, server_binds=None):
+    """The checks passed (list of str), or a filter error naming the variable."""
+    try:
+        return _gateway.check_settings(gateway_host, list(workers), dict(settings), policies, server_ports,
+                                       server_binds)
+    except (_gateway.GatewayError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_gateway: %s" % exc)
+
+
+def sglang_gateway_args(settings, workers):
+    """``smg launch`` argv without the API key."""
+    try:
+        return _gateway.render_args(dict(settings), list(workers))
+    except (_gateway.GatewayError, KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError("sglang_gateway: %s" % exc)
+
+
+def sglang_gateway_audit(listed, expected_urls):
+    """Compare ``GET /workers`` with the inventory's worker URLs."""
+    return _gateway.audit(list(listed or []), list(expected_urls or []))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "sglang_gateway_servers": sglang_gateway_servers,
+            "sglang_gateway_workers": sglang_gateway_workers,
+            "sglang_gateway_check": sglang_gateway_check,
+            "sglang_gateway_args": sglang_gateway_args,
+            "sglang_gateway_audit": sglang_gateway_audit,
+        }

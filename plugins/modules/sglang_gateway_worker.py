@@ -1,0 +1,140 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: blackwell.sglang contributors
+# Apache-2.0 (see LICENSE)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: sglang_gateway_worker
+short_description: Take a worker out of an smg gateway or put it back, and wait for the gateway to agree
+version_added: "0.3.0"
+description:
+  - Talks to the worker API of SGLang's gateway C(smg) (C(GET /workers), C(POST /workers), C(DELETE /workers/<id>),
+    as smg 1.13.0 serves it).
+  - C(state=absent) removes the worker with O(worker_url) and waits until the gateway no longer lists it (smg first
+    marks it C(draining) - no new requests - and waits its drain settle time). Not listed - nothing to do.
+  - C(state=present) adds it and waits until the gateway reports it C(is_healthy) and C(ready). Already routable -
+    nothing to do. Not healthy within O(timeout) - with O(remove_on_failure) it is removed again (a worker that
+    cannot come back stays out of the gateway) and the task fails.
+  - C(state=query) only reads the gateway's view of the worker.
+  - The logic lives in C(plugins/module_utils/_gateway.py).
+author:
+  - blackwell.sglang maintainers (@blackwell-sglang)
+options:
+  gateway_url:
+    description: Base URL of the gateway, e.g. C(http://127.0.0.1:8000).
+    type: str
+    required: true
+  api_key:
+    description: The gateway's API key (its C(--api-key)); sent as a bearer token in the C(Authorization) header. Empty for none.
+    type: str
+    default: ""
+  worker_api_key:
+    description:
+      - The worker's own API key (SGLang's C(--api-key)), sent in the worker spec of C(POST /workers). smg gives its
+        C(--api-key) only to the workers it started with; a worker added later needs its key here.
+    type: str
+    default: ""
+  worker_url:
+    description: The worker's URL exactly as the gateway knows it (C(http://host:port)).
+    type: str
+    required: true
+  state:
+    description: What the gateway should do with the worker.
+    type: str
+    choices: [absent, present, query]
+    default: present
+  timeout:
+    description: Seconds to wait for the gateway to drop or to report the worker healthy.
+    type: int
+    default: 300
+  poll:
+    description: Seconds between checks.
+    type: float
+    default: 1.0
+  remove_on_failure:
+    description: With C(state=present), remove the worker again when it does not become healthy in time.
+    type: bool
+    default: true
+  request_timeout:
+    description: Seconds allowed for each HTTP call.
+    type: int
+    default: 10
+attributes:
+  check_mode:
+    support: full
+    description: Reports whether the worker would be added or removed, and changes nothing.
+  diff_mode:
+    support: none
+    description: No diff.
+"""
+
+EXAMPLES = r"""
+- name: Drain gpu-07 from the gateway
+  blackwell.sglang.sglang_gateway_worker:
+    gateway_url: http://127.0.0.1:8000
+    api_key: "{{ sglang_gateway_api_key }}"
+    worker_url: http://10.0.0.17:30000
+    state: absent
+  no_log: true
+"""
+
+RETURN = r"""
+worker_id:
+  description: smg's id of the worker (null when it was not listed).
+  returned: always
+  type: str
+waited_s:
+  description: Seconds waited for the gateway.
+  returned: always
+  type: float
+entry:
+  description: The gateway's entry for the worker after the change (null when not listed).
+  returned: always
+  type: dict
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            gateway_url=dict(type="str", required=True),
+            api_key=dict(type="str", default="", no_log=True),
+            worker_api_key=dict(type="str", default="", no_log=True),
+            worker_url=dict(type="str", required=True),
+            state=dict(type="str", choices=["absent", "present", "query"], default="present"),
+            timeout=dict(type="int", default=300),
+            poll=dict(type="float", default=1.0),
+            remove_on_failure=dict(type="bool", default=True),
+            request_timeout=dict(type="int", default=10),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    client = _gateway.Client(p["gateway_url"], p["api_key"], timeout=p["request_timeout"])
+    try:
+        entry = _gateway.find_worker(client.workers(), p["worker_url"])
+        if p["state"] == "query" or module.check_mode:
+            would = ((p["state"] == "absent" and entry is not None)
+                     or (p["state"] == "present" and not _gateway.is_routable(entry)))
+            module.exit_json(changed=bool(would) and p["state"] != "query",
+                             worker_id=(entry or {}).get("id"), waited_s=0.0, entry=entry)
+        if p["state"] == "absent":
+            res = _gateway.remove_worker(client, p["worker_url"], timeout=p["timeout"], poll=p["poll"])
+        else:
+            res = _gateway.add_worker(client, p["worker_url"], timeout=p["timeout"], poll=p["poll"],
+                                      remove_on_failure=p["remove_on_failure"], worker_api_key=p["worker_api_key"])
+        entry = _gateway.find_worker(client.workers(), p["worker_url"])
+    except _gateway.GatewayError as exc:
+        module.fail_json(msg=str(exc), worker_id=None, waited_s=None, entry=None)
+    module.exit_json(changed=res["changed"], worker_id=res["worker_id"], waited_s=res["waited_s"], entry=entry)
+
+
+if __name__ == "__main__":
+    main()
