@@ -4,6 +4,7 @@
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -243,14 +244,19 @@ RECORDED_H200 = os.path.join(GH, "h200_recorded")
 
 
 @pytest.mark.skipif(not os.path.isdir(RECORDED_H200), reason="no H200 recording yet (tests/gpu/record_gpu_health.sh)")
-def test_h200_recorded_healthy_verdict():
+def test_h200_recorded_healthy_verdict(tmp_path):
+    # the real H200's answer (fields.txt + query.csv) replayed through the fake, judged again
     with open(os.path.join(RECORDED_H200, "verdict.json")) as handle:
         recorded = json.load(handle)
-    result, _ = gh.collect(os.path.join(RECORDED_H200, "nvidia-smi"), kernel_log_source="file",
-                           kernel_log_path=os.path.join(RECORDED_H200, "kernel.log"),
+    for name in ("fields.txt", "query.csv", "kernel.log"):
+        shutil.copy(os.path.join(RECORDED_H200, name), str(tmp_path))
+    os.symlink(os.path.join(GH, "fake_nvidia_smi.py"), str(tmp_path / "nvidia-smi"))
+    result, _ = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="file",
+                           kernel_log_path=str(tmp_path / "kernel.log"),
                            expected_gpu_count=recorded["expected_gpu_count"])
-    assert result["status"] == recorded["status"] == "healthy"
+    assert result["status"] == recorded["status"] == "healthy", result["summary"]
     assert [g["name"] for g in result["gpus"]] == [g["name"] for g in recorded["gpus"]]
+    assert [g["state"] for g in result["gpus"]] == [g["state"] for g in recorded["gpus"]]
 
 
 def test_module_runs_under_ansible(tmp_path):
