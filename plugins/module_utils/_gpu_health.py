@@ -626,9 +626,16 @@ def assess(kernel_log, smi, expected_gpu_count=None, retired_pages_max=DEFAULT_R
                                         else "")
     if problems:
         summary = "%s: %s" % (status, "; ".join(f["message"] for f in problems[:3]))
+    report = ["GPU %s %s %s: %s%s" % (g["index"], g["bus_id"], g["name"], g["status"],
+                                      (" (%s)" % ", ".join(f["kind"] for f in g["findings"])) if g["findings"] else "")
+              for g in gpus]
+    report += ["host: %s %s: %s" % (f["severity"], f["kind"], f["message"]) for f in host]
+    if problems:
+        report.append("remedy: " + problems[0]["remedy"])
     return {
         "status": status,
         "healthy": status == "healthy",
+        "report": report,
         "reboot_required": reboot,
         "drain": drain,
         "gpu_count": count,
@@ -683,3 +690,61 @@ def format_table(rows):
     for line in lines:
         out.append("  ".join(line[i].ljust(widths[i]) for i in range(4)) + "  " + line[4])
     return "\n".join(out)
+
+
+def policy_plan(gpus, models):
+    """What the GPU policy changes, per GPU: the first ``models`` entry whose ``model`` (a regular expression)
+    is found in the GPU's name applies.
+
+    :param gpus: ``gpus`` of a gpu_health result (each with ``index``, ``name`` and ``state``).
+    :param models: ``[{model, power_limit_w?, application_clocks?: {memory_mhz, graphics_mhz}}]``.
+    :returns: list (one per GPU) of ``{index, name, model, persistence: bool (on now), power_limit_w (wanted or
+        None), power_limit_now, set_power: bool, clocks (``"<memory>,<graphics>"`` or None), clocks_now,
+        set_clocks: bool}``. Power limits equal within 0.5 W (nvidia-smi prints two decimals).
+    """
+    plan = []
+    for gpu in gpus or []:
+        state = gpu.get("state") or {}
+        name = gpu.get("name") or ""
+        entry = next((m for m in models or [] if re.search(str(m.get("model", "")), name)), None) or {}
+        want_pl = entry.get("power_limit_w")
+        now_pl = state.get("power_limit_w")
+        clocks = entry.get("application_clocks")
+        want_ac = "%d,%d" % (int(clocks["memory_mhz"]), int(clocks["graphics_mhz"])) if clocks else None
+        now_ac = None
+        if state.get("clocks_app_mem_mhz") is not None and state.get("clocks_app_sm_mhz") is not None:
+            now_ac = "%d,%d" % (int(state["clocks_app_mem_mhz"]), int(state["clocks_app_sm_mhz"]))
+        pm = state.get("persistence_mode")
+        plan.append({
+            "index": gpu.get("index"),
+            "name": name,
+            "model": entry.get("model"),
+            "persistence": bool(pm) and pm.lower() == "enabled",
+            "power_limit_w": want_pl,
+            "power_limit_now": now_pl,
+            "set_power": want_pl is not None and (now_pl is None or abs(float(now_pl) - float(want_pl)) > 0.5),
+            "clocks": want_ac,
+            "clocks_now": now_ac,
+            "set_clocks": want_ac is not None and want_ac != now_ac,
+        })
+    return plan
+
+
+def table_rows(results):
+    """``{host: gpu_health result or None}`` -> rows for :func:`format_table` (None: the host did not answer)."""
+    rows = []
+    for host in sorted(results):
+        res = results[host]
+        if not res:
+            rows.append({"host": host, "status": "unknown", "gpus": "?", "xids": "",
+                         "detail": "no verdict (unreachable, or the check failed)"})
+            continue
+        expected = res.get("expected_gpu_count")
+        gpus = "%s/%s" % (res.get("gpu_count"), expected) if expected is not None else str(res.get("gpu_count"))
+        xids = ",".join("%s%s" % (k, ("x%d" % v) if v > 1 else "") for k, v in sorted(
+            (res.get("xid_counts") or {}).items(), key=lambda kv: int(kv[0])))
+        detail = res.get("summary", "")
+        if res.get("remedy"):
+            detail += " -> " + res["remedy"]
+        rows.append({"host": host, "status": res.get("status"), "gpus": gpus, "xids": xids, "detail": detail})
+    return rows

@@ -115,6 +115,11 @@ summary:
   description: One line naming the status and the first findings.
   returned: always
   type: str
+report:
+  description: Lines for a person, one per GPU (status and finding kinds), one per host finding, then the remedy.
+  returned: always
+  type: list
+  elements: str
 remedy:
   description: Remedy of the most severe finding; empty when healthy.
   returned: always
