@@ -161,12 +161,14 @@ GPU_GAUGES = (
 STATUS_CODE = {"healthy": 0, "degraded": 1, "unhealthy": 2}
 
 
-def gpu_metrics(gh, nvidia_smi, expected, timeout):
-    """Metrics from gpu_health's collect() (nvidia-smi state + the Xids of this boot)."""
+def gpu_metrics(gh, nvidia_smi, expected, timeout, kernel_log=None):
+    """Metrics from gpu_health's collect() (nvidia-smi state + the Xids of this boot; ``kernel_log``: read that
+    file instead of the journal / dmesg)."""
     m = Metrics()
     start = time.time()
-    verdict, smi = gh.collect(nvidia_smi, kernel_log_source="auto", since="boot", expected_gpu_count=expected,
-                              timeout=timeout, journalctl=_which("journalctl"), dmesg=_which("dmesg"))
+    verdict, smi = gh.collect(nvidia_smi, kernel_log_source="file" if kernel_log else "auto", kernel_log_path=kernel_log,
+                              since="boot", expected_gpu_count=expected, timeout=timeout,
+                              journalctl=_which("journalctl"), dmesg=_which("dmesg"))
     m.add("blackwell_sglang_gpu_nvidia_smi_up", bool(smi and smi.get("ok")), None,
           "1 when nvidia-smi answered within the timeout, 0 when it failed or hung")
     m.add("blackwell_sglang_gpus_visible", verdict["gpu_count"], None, "GPUs nvidia-smi lists")
@@ -244,6 +246,7 @@ def main(argv=None):
     gpu.add_argument("--nvidia-smi", default="")
     gpu.add_argument("--expected", type=int, default=None)
     gpu.add_argument("--timeout", type=int, default=20)
+    gpu.add_argument("--kernel-log", default="", help="read this file instead of the journal / dmesg")
     opts = parser.parse_args(argv)
     if opts.what == "facts":
         # "changed" / "unchanged" on stdout: the role's converge step reports a change only when the facts changed
@@ -254,7 +257,8 @@ def main(argv=None):
         sys.path.insert(0, opts.lib)
         from blackwell_gpu import _gpu_health as gh  # pylint: disable=import-outside-toplevel
         nvidia_smi = opts.nvidia_smi or _which("nvidia-smi")
-        write_atomic(opts.out, "blackwell_sglang_gpu.prom", gpu_metrics(gh, nvidia_smi, opts.expected, opts.timeout).text())
+        write_atomic(opts.out, "blackwell_sglang_gpu.prom", gpu_metrics(gh, nvidia_smi, opts.expected, opts.timeout,
+                                                                   opts.kernel_log or None).text())
         return 0
     parser.print_help()
     return 2
