@@ -54,15 +54,15 @@ def prometheus_targets(hosts, hostvars, port_var, port):
     for host in hosts or []:
         try:
             hv = hostvars[host]
-        except KeyError:
-            raise AnsibleFilterError("prometheus_targets: %s is not in hostvars" % host)
+        except KeyError as exc:
+            raise AnsibleFilterError("prometheus_targets: %s is not in hostvars" % host) from exc
         address = hv.get("sglang_prometheus_scrape_address") or hv.get("ansible_host") or host
         value = hv.get(port_var)
         value = port if value in (None, "") else value
         try:
             value = int(value)
-        except (TypeError, ValueError):
-            raise AnsibleFilterError("prometheus_targets: %s of %s is %r, not a port" % (port_var, host, value))
+        except (TypeError, ValueError) as exc:
+            raise AnsibleFilterError("prometheus_targets: %s of %s is %r, not a port" % (port_var, host, value)) from exc
         address = str(address)
         if ":" in address and not address.startswith("["):
             address = "[%s]" % address

@@ -224,8 +224,8 @@ def parse_since(value, now=None):
     iso = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", iso)
     try:
         parsed = datetime.datetime.fromisoformat(iso)
-    except ValueError:
-        raise ValueError("since %r is not an epoch, ISO 8601 time, -<n>[smhd] or 'boot'" % value)
+    except ValueError as exc:
+        raise ValueError("since %r is not an epoch, ISO 8601 time, -<n>[smhd] or 'boot'" % value) from exc
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=datetime.timezone.utc)
     return parsed.astimezone(datetime.timezone.utc)
@@ -454,8 +454,9 @@ def query_state(nvidia_smi, timeout, run=run_bounded, fields=STATE_FIELDS, max_r
         return out
     if not out["gpus"]:
         # rc 0 with no lines: treat like "No devices were found"
-        out["failure"] = classify_nvidia_smi_failure(0, res.stdout, res.stderr)
-        if out["failure"]["kind"] == "unknown":
+        failure = classify_nvidia_smi_failure(0, res.stdout, res.stderr)
+        out["failure"] = failure
+        if failure["kind"] == "unknown":
             out["failure"] = {"kind": "no_devices", "no_gpu": True, "reboot_required": False,
                               "message": "nvidia-smi lists no GPUs"}
         return out

@@ -97,8 +97,8 @@ def main():
     }, indent=2) + "\n")
     print(verdict["summary"])
     for gpu in verdict["gpus"]:
-        print("  GPU %s %s %s: %s %s" % (gpu["index"], gpu["bus_id"], gpu["name"], gpu["status"],
-                                          "; ".join(f["kind"] for f in gpu["findings"])))
+        kinds = "; ".join(f["kind"] for f in gpu["findings"])
+        print("  GPU %s %s %s: %s %s" % (gpu["index"], gpu["bus_id"], gpu["name"], gpu["status"], kinds))
     for finding in verdict["host_findings"]:
         print("  host: %s %s: %s" % (finding["severity"], finding["kind"], finding["message"]))
     return 0

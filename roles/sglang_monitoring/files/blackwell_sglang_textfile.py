@@ -257,8 +257,8 @@ def main(argv=None):
         sys.path.insert(0, opts.lib)
         from blackwell_gpu import _gpu_health as gh  # pylint: disable=import-outside-toplevel
         nvidia_smi = opts.nvidia_smi or _which("nvidia-smi")
-        write_atomic(opts.out, "blackwell_sglang_gpu.prom", gpu_metrics(gh, nvidia_smi, opts.expected, opts.timeout,
-                                                                   opts.kernel_log or None).text())
+        metrics = gpu_metrics(gh, nvidia_smi, opts.expected, opts.timeout, opts.kernel_log or None)
+        write_atomic(opts.out, "blackwell_sglang_gpu.prom", metrics.text())
         return 0
     parser.print_help()
     return 2

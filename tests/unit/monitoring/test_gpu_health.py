@@ -270,8 +270,40 @@ def test_module_runs_under_ansible(tmp_path):
         klog("xid79_fell_off_bus.log"), smi("smi_one_gone_pro6000_x2"))
     proc = subprocess.run([ansible, "localhost", "-m", "blackwell.sglang.gpu_health", "-a", args,
                            "-e", "ansible_python_interpreter=%s" % sys.executable],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120)
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
+                          check=False)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     out = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])[0]["plays"][0]["tasks"][0]["hosts"]["localhost"]
     assert out["status"] == "unhealthy" and out["changed"] is False
     assert out["xids"][0]["kind"] == "gpu_wedged_xid_79"
+
+
+# ---- GPU policy plan and the sweep table (filters blackwell.sglang.gpu_policy_plan / gpu_health_table) -------------
+
+def test_policy_plan_changes_only_what_differs():
+    result = verdict(None, "smi_ecc_pro6000_x2", expected=2)
+    models = [{"model": "GeForce", "power_limit_w": 400},
+              {"model": "RTX PRO 6000", "power_limit_w": 600.2, "application_clocks": {"memory_mhz": 13365, "graphics_mhz": 2400}}]
+    plan = gh.policy_plan(result["gpus"], models)
+    assert [(p["index"], p["model"], p["persistence"], p["set_power"], p["clocks"], p["clocks_now"], p["set_clocks"])
+            for p in plan] == [(0, "RTX PRO 6000", True, False, "13365,2400", "13365,2617", True),
+                               (1, "RTX PRO 6000", False, False, "13365,2400", "13365,2617", True)]
+    assert gh.policy_plan(result["gpus"], [{"model": "RTX PRO 6000", "power_limit_w": 450}])[0]["set_power"] is True
+    assert gh.policy_plan(result["gpus"], [])[0]["model"] is None
+
+
+def test_fake_nvidia_smi_keeps_the_policy(tmp_path):
+    shutil.copy(os.path.join(GH, "smi_healthy_pro6000_x2", "gpus.json"), str(tmp_path))
+    os.symlink(os.path.join(GH, "fake_nvidia_smi.py"), str(tmp_path / "nvidia-smi"))
+    subprocess.run([str(tmp_path / "nvidia-smi"), "-i", "1", "-pl", "450"], check=True, capture_output=True, timeout=30)
+    result, _ = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="none")
+    assert [g["state"]["power_limit_w"] for g in result["gpus"]] == [600.0, 450.0]
+
+
+def test_table_rows_from_verdicts():
+    sick = verdict("xid79_fell_off_bus.log", "smi_one_gone_pro6000_x2", expected=2)
+    rows = gh.table_rows({"gpu-b": sick, "gpu-a": verdict("healthy_boot.log", "smi_healthy_pro6000_x2", expected=2),
+                          "gpu-c": None})
+    assert [(r["host"], r["status"], r["gpus"], r["xids"]) for r in rows] == [
+        ("gpu-a", "healthy", "2/2", ""), ("gpu-b", "unhealthy", "1/2", "79"), ("gpu-c", "unknown", "?", "")]
+    assert rows[1]["detail"].endswith(sick["remedy"])

@@ -117,7 +117,8 @@ def test_alerts_fire_on_recorded_series(tmp_path):
             {"eval_time": "3m", "alertname": "GPUXidSeen", "exp_alerts": [
                 {"exp_labels": {"severity": "warning", "host": "gpu-a", "xid": "79", "bus_id": "0000:41:00.0"},
                  "exp_annotations": {"summary": "Xid 79 on gpu-a GPU 0000:41:00.0 this boot (1 line(s))",
-                                     "remedy": "ansible-playbook playbooks/health.yml names the remedy (Xid 79/119/154/8: reboot; 48/64/95: drain and replace)"}}]},
+                                     "remedy": "ansible-playbook playbooks/health.yml names the remedy "
+                                               "(Xid 79/119/154/8: reboot; 48/64/95: drain and replace)"}}]},
             {"eval_time": "2m", "alertname": "FP4ProbeVerdictChanged", "exp_alerts": []},
             {"eval_time": "4m", "alertname": "FP4ProbeVerdictChanged", "exp_alerts": [
                 {"exp_labels": {"severity": "warning", "host": "gpu-a", "backend": "cudnn"},
