@@ -625,6 +625,10 @@ def assess(kernel_log, smi, expected_gpu_count=None, retired_pages_max=DEFAULT_R
     problems = [f for f in ranked if f["severity"] != "info"]
     summary = "healthy: %d GPU(s)%s" % (count, (", %d expected" % expected_gpu_count) if expected_gpu_count is not None
                                         else "")
+    if smi is None:
+        summary = "healthy: no nvidia-smi (no NVIDIA driver) on this host"
+    elif not smi.get("ok") and not problems:
+        summary = "healthy: %s" % ((smi.get("failure") or {}).get("message") or "nvidia-smi lists no GPUs")
     if problems:
         summary = "%s: %s" % (status, "; ".join(f["message"] for f in problems[:3]))
     report = ["GPU %s %s %s: %s%s" % (g["index"], g["bus_id"], g["name"], g["status"],
