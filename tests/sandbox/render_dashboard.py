@@ -36,6 +36,14 @@ def main(argv):
     end = data["end"]
     for ax, panel in zip(axes.flat, panels):
         ax.set_title(panel["title"], fontsize=9)
+        if all("_info" in t["expr"] for t in panel["targets"]):
+            # an info metric (the dashboard's table panel): its labels, as the table shows them
+            ax.axis("off")
+            rows = [series["metric"] for t in panel["targets"] for series in t["result"]]
+            text = "\n\n".join("\n".join("%s: %s" % (k, v) for k, v in sorted(m.items()) if k != "__name__")
+                                for m in rows)
+            ax.text(0.0, 1.0, text or "(no series)", fontsize=6.5, va="top", family="monospace", transform=ax.transAxes)
+            continue
         for target in panel["targets"]:
             for series in target["result"]:
                 xs = [(float(t) - end) / 60.0 for t, _ in series["values"]]
