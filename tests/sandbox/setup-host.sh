@@ -29,6 +29,28 @@ else
   log "packages already installed: ${PACKAGES[*]}"
 fi
 
+# --- promtool (Debian's prometheus package) for the monitoring tests ---------------------------------------
+# tests/unit/monitoring checks the alert rules and the scrape config with `promtool check rules/config`. Only the
+# tool is wanted on this machine, not a running Prometheus: the package's service is kept from starting during the
+# install (policy-rc.d, Debian policy 9.3.3) and disabled afterwards, so nothing listens on :9090 here.
+if ! command -v promtool >/dev/null 2>&1; then
+  log "installing prometheus (for promtool; its service stays off)"
+  export DEBIAN_FRONTEND=noninteractive
+  policy=/usr/sbin/policy-rc.d
+  own_policy=0
+  if [[ ! -e $policy ]]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod 0755 "$policy" && own_policy=1
+  fi
+  timeout 900 apt-get update -q
+  timeout 1800 apt-get install -y -q --no-install-recommends prometheus || { ((own_policy)) && rm -f "$policy"; exit 1; }
+  ((own_policy)) && rm -f "$policy"
+  if [[ -d /run/systemd/system ]]; then
+    systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+  fi
+else
+  log "promtool already installed: $(promtool --version 2>&1 | head -1)"
+fi
+
 # --- containers.conf drop-in -------------------------------------------------------------------------------
 # Drop-ins in /etc/containers/containers.conf.d/ are read after /etc/containers/containers.conf by podman >= 4.x
 # (containers/common), so an operator's own containers.conf is left untouched and ours only adds keys.
