@@ -19,7 +19,7 @@ Source cache layouts understood (``cache`` option):
 * ``<cache>/<name>/``: an unpacked tree; an optional ``<cache>/<name>/.blackwell-source.json``
   (``{"repository": ..., "ref": ...}``) records what it is. A file ``.blackwell-placeholder`` in it marks a
   placeholder (an empty stand-in for a tree that configure reads nothing from): reported, never taken as the source.
-* ``<cache>/<name>.tar.gz`` (or ``.tgz``/``.tar``): a tarball with one top-level directory.
+* ``<cache>/<name>.tar.gz`` (or ``.tgz``/``.tar.xz``/``.tar``): a tarball with one top-level directory.
 
 Everything here only reads files; nothing is downloaded or written.
 """
@@ -55,7 +55,7 @@ _GITHUB_ARCHIVE = re.compile(r"^https?://[^/]+/([^/]+)/([^/]+)/archive/")
 _VAR = re.compile(r"\$\{([A-Za-z0-9_.+-]+)\}")
 PLACEHOLDER_MARK = ".blackwell-placeholder"
 SOURCE_INFO = ".blackwell-source.json"
-_TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+_TAR_SUFFIXES = (".tar.gz", ".tgz", ".tar.xz", ".tar")
 # A dependency whose CMake runs as a sub-project may write into its own source tree at build time (mscclpp's
 # python bindings copy built .so files into <mscclpp>/python/...: upstream bundle MANIFEST.md); a configure step that
 # file(WRITE)s below ${<name>_SOURCE_DIR} writes at configure time (flashmla.cmake rewrites csrc/utils.h on CUDA 13).
