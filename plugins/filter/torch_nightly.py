@@ -11,8 +11,8 @@ short_description: Wheel file-name globs for exact pins (C(name==version))
 version_added: 0.1.0
 description:
   - C(pytorch-triton==3.6.0+git1a2b) becomes C(pytorch_triton-3.6.0+git1a2b-*.whl) (the wheel file-name rule of
-    PEP 427: C(-) and C(.) in the project name are written C(_)). Used by the wheelhouse mirror (field report N14).
-  - The same file defines C(torch_nightly_failure_message), which turns pip's output into the role's error: a
+    PEP 427, C(-) and C(.) in the project name are written C(_)). Used by the wheelhouse mirror (field report N14).
+  - The same file defines C(torch_nightly_failure_message), which turns pip's output into the role's error; a
     pinned nightly the index no longer serves names the pin and the wheelhouse remedy (docs/field-reports.md N14).
 options:
   _input:

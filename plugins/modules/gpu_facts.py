@@ -45,9 +45,9 @@ options:
     default: true
   kernel_log:
     description:
-      - When nvidia-smi fails, read this boot's kernel log (C(journalctl -k -b)) to name the cause: a wedged GPU
+      - When nvidia-smi fails, read this boot's kernel log (C(journalctl -k -b)) to name the cause, a wedged GPU
         (Xid 119/154/8/79, GSP timeout; C(gpu_wedged_xid_<n>), reboot required), C(bios_bar_disabled)
-        (C(RmInitAdapter failed! (0x22:0x56:884))) or another adapter-init failure, instead of "driver not loaded"
+        (C(RmInitAdapter failed! [0x22:0x56:884])) or another adapter-init failure, instead of "driver not loaded"
         (field reports N03, N20 in docs/field-reports.md).
     type: bool
     default: true

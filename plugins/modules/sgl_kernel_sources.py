@@ -33,7 +33,7 @@ options:
   cache:
     description:
       - A source cache directory on the target. Layouts, per dependency name as CMake spells it
-        (e.g. C(repo-cutlass)): C(<cache>/<name>/) (an unpacked tree, optionally with C(.blackwell-source.json)
+        (e.g. C(repo-cutlass)), are C(<cache>/<name>/) (an unpacked tree, optionally with C(.blackwell-source.json)
         holding C(repository) and C(ref)), C(<cache>/<name>.tar.gz), or the upstream source bundle
         (C(<cache>/manifest.json) with C(tarballs[].fetchcontent[].name)).
       - A directory holding a file C(.blackwell-placeholder) is a placeholder and never counts as present.
@@ -46,7 +46,7 @@ options:
     default: github.com
   defines:
     description:
-      - CMake cache settings the build passes (C(-DNAME=value)), e.g. C({SGL_KERNEL_BUILD_FLASHMLA: "ON"}). They beat
+      - CMake cache settings the build passes (C(-DNAME=value)), e.g. C(SGL_KERNEL_BUILD_FLASHMLA=ON) as a key and value. They beat
         C(option()) defaults when deciding which C(if()) branches and C(include())s the configure runs, so a
         dependency declared only in a skipped file is reported with C(used=false) and not required.
     type: dict
