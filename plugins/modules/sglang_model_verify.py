@@ -11,7 +11,7 @@ module: sglang_model_verify
 short_description: Verify a model directory against its manifest (sizes + sha256, safetensors structure) and promote it
 version_added: "0.1.0"
 description:
-  - Checks every file of the manifest in O(path): present, same size, same sha256 (or git blob id); every
+  - Checks every file of the manifest in O(path) (present, same size, same sha256 or git blob id); every
     C(.safetensors) file also structurally (8-byte header length, JSON header, declared tensor byte ranges against
     the file size), so a truncated shard is refused even without a manifest; shards named by a
     C(*.safetensors.index.json) must exist. Errors name the file.
@@ -20,7 +20,7 @@ description:
   - The manifest is O(manifest), else O(manifest_file), else C(<path>/.sglang-model-manifest.json), else
     C(<state_dir>/<name>@<revision>.manifest.json); with none of them and O(write_manifest=true) it is computed from
     the files (where the model was fetched) and written next to them (or to O(state_dir) when O(path) is not ours).
-  - With O(promote_to), O(path) is a staging directory: after verification it is renamed to O(promote_to) (same
+  - With O(promote_to), O(path) is a staging directory that is renamed to O(promote_to) after verification (same
     filesystem, atomic); a O(promote_to) that already exists is verified in place instead and never replaced.
   - The logic lives in C(plugins/module_utils/_model.py).
 author:
@@ -72,6 +72,21 @@ options:
     description: Per-host directory of stamps (and of manifests of directories that are not ours).
     type: path
     default: /var/lib/blackwell-sglang/model
+  plan:
+    description:
+      - Validate only and change nothing. When the target (O(promote_to), else O(path)) exists it is verified
+        (read-only) and RV(present) is true; otherwise the free space for O(need_bytes) plus O(disk_headroom_bytes)
+        on the target's filesystem is checked and RV(present) is false. O(path) need not exist.
+    type: bool
+    default: false
+  need_bytes:
+    description: Bytes the model will take (plan mode); 0 skips the disk check.
+    type: int
+    default: 0
+  disk_headroom_bytes:
+    description: Bytes that must stay free after the copy (plan mode).
+    type: int
+    default: 0
   service_python:
     description: The service's Python; RV(service_env) sets C(HF_HUB_ENABLE_HF_TRANSFER) only when it imports hf_transfer.
     type: path
@@ -125,6 +140,14 @@ manifest_source:
   description: C(argument), C(manifest_file), C(in_dir), C(state_dir) or C(written) (computed now).
   returned: success
   type: str
+present:
+  description: Plan mode, the target exists and verified.
+  returned: plan mode
+  type: bool
+disk:
+  description: Plan mode without a target, C(free_bytes), C(need_bytes), C(filesystem_path) of the disk check.
+  returned: plan mode, when the target is absent and O(need_bytes) > 0
+  type: dict
 promoted:
   description: O(path) was renamed to O(promote_to) in this run (or would be, in check mode).
   returned: always
@@ -190,7 +213,16 @@ def run(module, params):
         raise _model.ModelError("give manifest or manifest_file, not both")
     where = target if target and os.path.isdir(target) else path
     out = dict(changed=False, path=target or path, revision=revision, promoted=False)
+    if params["plan"] and not os.path.isdir(target or path):
+        out["present"] = False
+        if params["need_bytes"] > 0:
+            staged = sum(size for size, _mtime in _model.list_files(path).values()) if target and os.path.isdir(path) else 0
+            out["disk"] = _model.check_disk(target or path, params["need_bytes"], staged, params["disk_headroom_bytes"])
+        module.exit_json(**out)
     if not os.path.isdir(where):
+        if module.check_mode:       # not fetched/copied yet: that would happen first
+            out.update(changed=True, promoted=target is not None, manifest_digest="", manifest={}, service_env={})
+            module.exit_json(**out)
         raise _model.ModelError("%s is not a directory" % where)
     stamp_path = os.path.join(params["state_dir"], "%s@%s.stamp.json" % (name, revision))
 
@@ -213,11 +245,15 @@ def run(module, params):
     out.update(manifest_source=source, hashed=result["hashed"], trusted=result["trusted"],
                bytes_hashed=result["bytes_hashed"], total_bytes=result["total_bytes"])
     if not result["ok"]:
+        out["present"] = False
         module.fail_json(msg="%s does not match its manifest (%s): %s" % (where, source, _model.format_errors(
             where, result["errors"])), errors=result["errors"], **out)
     promote = target is not None and where == path
     out.update(manifest=manifest, manifest_digest=result["digest"], promoted=promote,
                service_env=_model.service_env(params["service_python"]))
+    if params["plan"]:
+        out.update(present=True, promoted=False)
+        module.exit_json(**out)
     if module.check_mode:
         out["changed"] = promote or bool(writes)
         module.exit_json(**out)
@@ -254,6 +290,9 @@ def main():
             strict=dict(type="bool", default=True),
             state_dir=dict(type="path", default="/var/lib/blackwell-sglang/model"),
             service_python=dict(type="path"),
+            plan=dict(type="bool", default=False),
+            need_bytes=dict(type="int", default=0),
+            disk_headroom_bytes=dict(type="int", default=0),
         ),
         supports_check_mode=True,
     )
