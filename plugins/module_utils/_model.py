@@ -99,6 +99,13 @@ def model_dir(root, name, revision):
     return os.path.join(root, "%s@%s" % (name, revision))
 
 
+def state_file(state_dir, name, revision, path, kind):
+    """``<state_dir>/<name>@<revision>.<sha256(path)[:12]>.<kind>.json``: per host and per directory (two copies of
+    one revision in different places never share a stamp)."""
+    key = hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:12]
+    return os.path.join(state_dir, "%s@%s.%s.%s.json" % (name, revision, key, kind))
+
+
 def staging_dir(target):
     """Staging directory next to the target (same filesystem, so the final rename is atomic)."""
     parent, base = os.path.split(target.rstrip(os.sep))
@@ -291,7 +298,8 @@ def verify_dir(root, manifest, stamp=None, strict=True, progress=None):
     """
     digest = manifest_digest(manifest)
     present = list_files(root)
-    stamp_files = stamp["files"] if stamp and stamp.get("manifest_digest") == digest else {}
+    usable = stamp and stamp.get("manifest_digest") == digest and stamp.get("path") in (None, root)
+    stamp_files = stamp["files"] if usable else {}
     errors, hashed, trusted, computed = [], [], [], {}
     bytes_hashed = 0
     total = 0

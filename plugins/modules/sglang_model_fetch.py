@@ -12,8 +12,8 @@ short_description: Download a pinned Hugging Face Hub checkpoint into staging, v
 version_added: "0.1.0"
 description:
   - Resolves O(revision) (a 40-hex commit; a branch or tag only with O(allow_branch=true)) and reads the
-    repository's file tree with C(huggingface_hub) (C(HfApi.list_repo_tree)): the size and LFS sha256 of every
-    weight file, the git blob id of every small file. That is the manifest.
+    repository's file tree with C(huggingface_hub) (C(HfApi.list_repo_tree)), that is the size and LFS sha256 of every
+    weight file and the git blob id of every small file. That is the manifest.
   - Checks the disk space of the filesystem of O(root) (manifest size minus what is already staged, plus
     O(disk_headroom_bytes)) before downloading anything.
   - Downloads with C(huggingface_hub.snapshot_download) (C(hf_xet) where the repository and the installed client
@@ -182,7 +182,7 @@ def run(module, params):
                                            endpoint=params["endpoint"], allow=allow, ignore=ignore)
     target = _model.model_dir(root, name, commit)
     staging = _model.staging_dir(target)
-    stamp_path = os.path.join(params["state_dir"], "%s@%s.stamp.json" % (name, commit))
+    stamp_path = _model.state_file(params["state_dir"], name, commit, target, "stamp")
     out = dict(changed=False, path=target, revision=commit, manifest=manifest, manifest_digest="",
                total_bytes=sum(f["size"] for f in manifest["files"].values()), staged_bytes=0, bytes_hashed=0)
 

@@ -18,7 +18,7 @@ description:
   - A per-host stamp in O(state_dir) records (size, mtime) of every verified file for the manifest's digest; files
     that match it are not re-hashed (a converged host reads only the safetensors headers).
   - The manifest is O(manifest), else O(manifest_file), else C(<path>/.sglang-model-manifest.json), else
-    C(<state_dir>/<name>@<revision>.manifest.json); with none of them and O(write_manifest=true) it is computed from
+    C(<state_dir>/<name>@<revision>.<path key>.manifest.json); with none of them and O(write_manifest=true) it is computed from
     the files (where the model was fetched) and written next to them (or to O(state_dir) when O(path) is not ours).
   - With O(promote_to), O(path) is a staging directory that is renamed to O(promote_to) after verification (same
     filesystem, atomic); a O(promote_to) that already exists is verified in place instead and never replaced.
@@ -188,7 +188,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.blackwell.sglang.plugins.module_utils import _model
 
 
-def find_manifest(params, where, name, revision):
+def find_manifest(params, where, name, revision, final):
     if params["manifest"]:
         return _model.check_manifest(params["manifest"], "the manifest argument"), "argument"
     if params["manifest_file"]:
@@ -196,7 +196,7 @@ def find_manifest(params, where, name, revision):
     in_dir = os.path.join(where, _model.MANIFEST_NAME)
     if os.path.isfile(in_dir):
         return _model.load_manifest(in_dir), "in_dir"
-    kept = os.path.join(params["state_dir"], "%s@%s.manifest.json" % (name, revision))
+    kept = _model.state_file(params["state_dir"], name, revision, final, "manifest")
     if os.path.isfile(kept):
         return _model.load_manifest(kept), "state_dir"
     return None, None
@@ -224,9 +224,10 @@ def run(module, params):
             out.update(changed=True, promoted=target is not None, manifest_digest="", manifest={}, service_env={})
             module.exit_json(**out)
         raise _model.ModelError("%s is not a directory" % where)
-    stamp_path = os.path.join(params["state_dir"], "%s@%s.stamp.json" % (name, revision))
+    final = target or path
+    stamp_path = _model.state_file(params["state_dir"], name, revision, final, "stamp")
 
-    manifest, source = find_manifest(params, where, name, revision)
+    manifest, source = find_manifest(params, where, name, revision, final)
     writes = []
     if manifest is None:
         if not params["write_manifest"]:
@@ -235,7 +236,7 @@ def run(module, params):
         manifest = _model.manifest_from_dir(where, name, revision, "directory")
         source = "written"
         keep = os.path.join(where, _model.MANIFEST_NAME) if params["own_dir"] else \
-            os.path.join(params["state_dir"], "%s@%s.manifest.json" % (name, revision))
+            _model.state_file(params["state_dir"], name, revision, final, "manifest")
         writes.append(keep)
         result = _model.verify_dir(where, manifest, None, strict=params["strict"])
     else:

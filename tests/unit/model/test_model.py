@@ -143,14 +143,14 @@ def test_directory_verified_in_place_then_not_rehashed(tmp_path):
     first = run_module("sglang_model_verify", verify_args(tmp_path, root, write_manifest=True, own_dir=False), tmp_path)
     assert not first.get("failed"), first.get("msg")
     assert first["changed"] is True and first["manifest_source"] == "written"
-    assert (tmp_path / "state" / ("m@%s.manifest.json" % COMMIT)).is_file()
+    assert [p.name for p in (tmp_path / "state").glob("m@%s.*.manifest.json" % COMMIT)]
     assert not (root / _model.MANIFEST_NAME).exists()          # an operator's directory is not written to
     second = run_module("sglang_model_verify", verify_args(tmp_path, root, own_dir=False), tmp_path)
     assert second["changed"] is False and second["manifest_source"] == "state_dir"
     assert second["bytes_hashed"] == 0 and sorted(second["trusted"]) == ["config.json", "model.safetensors"]
     assert second["manifest_digest"] == first["manifest_digest"]
     assert second["service_env"] == {"HF_HUB_OFFLINE": "1"}
-    stamp = tmp_path / "state" / ("m@%s.stamp.json" % COMMIT)
+    (stamp,) = (tmp_path / "state").glob("m@%s.*.stamp.json" % COMMIT)
     assert oct(stamp.stat().st_mode & 0o777) == "0o600"
     # one file changes (same size, new mtime/content): only it is re-hashed, and the mismatch names it
     data = bytearray((root / "config.json").read_bytes())
