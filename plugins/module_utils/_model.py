@@ -34,6 +34,7 @@ import os
 import re
 import shutil
 import struct
+import sys
 import threading
 import time
 
@@ -130,10 +131,10 @@ def new_manifest(name, revision, source, files):
 
 def load_manifest(path):
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
     except (OSError, ValueError) as exc:
-        raise ModelError("cannot read the manifest %s: %s" % (path, exc))
+        raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from exc
     return check_manifest(data, path)
 
 
@@ -153,7 +154,7 @@ def check_manifest(data, where="manifest"):
 def write_json_atomic(path, data, mode=0o644):
     tmp = "%s.tmp.%d" % (path, os.getpid())
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "w") as handle:
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1, sort_keys=True)
         handle.write("\n")
         handle.flush()
@@ -263,7 +264,7 @@ def index_problems(root, files):
         if not rel.endswith(".safetensors.index.json"):
             continue
         try:
-            with open(os.path.join(root, rel)) as handle:
+            with open(os.path.join(root, rel), encoding="utf-8") as handle:
                 weight_map = json.load(handle).get("weight_map", {})
         except (OSError, ValueError, AttributeError) as exc:
             problems.append({"file": rel, "reason": "index unreadable: %s" % exc})
@@ -281,7 +282,7 @@ def index_problems(root, files):
 
 def load_stamp(path):
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8") as handle:
             data = json.load(handle)
         return data if isinstance(data, dict) and isinstance(data.get("files"), dict) else None
     except (OSError, ValueError):
@@ -516,7 +517,7 @@ def import_hub():
         import huggingface_hub  # pylint: disable=import-outside-toplevel
     except ImportError as exc:
         raise ModelError("huggingface_hub is not importable by %s (%s); the role installs it into sglang_model_venv"
-                         % (os.sys.executable, exc))
+                         % (sys.executable, exc)) from exc
     return huggingface_hub
 
 
@@ -544,12 +545,12 @@ def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None,
                 files[entry.path] = {"size": int(entry.size), "git_sha1": entry.blob_id}
     except RevisionNotFoundError as exc:
         raise ModelError("revision %s of %s does not exist on %s (sglang_model_revision): %s" % (
-            revision, repo_id, endpoint or "the Hub", first_line(exc)))
+            revision, repo_id, endpoint or "the Hub", first_line(exc))) from exc
     except RepositoryNotFoundError as exc:
         raise ModelError("repository %s not found on %s, or the token cannot read it (sglang_model_repo_id, "
-                         "sglang_model_hf_token): %s" % (repo_id, endpoint or "the Hub", first_line(exc)))
+                         "sglang_model_hf_token): %s" % (repo_id, endpoint or "the Hub", first_line(exc))) from exc
     except HfHubHTTPError as exc:
-        raise ModelError("the Hub refused the file listing of %s@%s: %s" % (repo_id, revision, first_line(exc)))
+        raise ModelError("the Hub refused the file listing of %s@%s: %s" % (repo_id, revision, first_line(exc))) from exc
     if not files:
         raise ModelError("%s@%s has no files matching sglang_model_allow_patterns %s / ignore_patterns %s" % (
             repo_id, commit, allow, ignore))
@@ -565,13 +566,11 @@ def hub_download(repo_id, commit, staging, token=None, endpoint=None, allow=None
         hub.snapshot_download(repo_id, revision=commit, repo_type=repo_type, local_dir=staging, token=token or False,
                               endpoint=endpoint or None, allow_patterns=allow or None, ignore_patterns=ignore or None,
                               max_workers=max_workers)
-    except HfHubHTTPError as exc:
-        raise ModelError("download of %s@%s failed: %s (rerun resumes)" % (repo_id, commit, first_line(exc)))
-    except (OSError, EnvironmentError) as exc:
-        raise ModelError("download of %s@%s failed: %s (rerun resumes)" % (repo_id, commit, first_line(exc)))
-    except Exception as exc:  # httpx transport errors and others from the client: report, never a traceback
+    except (HfHubHTTPError, OSError) as exc:
+        raise ModelError("download of %s@%s failed: %s (rerun resumes)" % (repo_id, commit, first_line(exc))) from exc
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx transport errors: a message, no traceback
         raise ModelError("download of %s@%s failed: %s: %s (rerun resumes)" % (
-            repo_id, commit, type(exc).__name__, first_line(exc)))
+            repo_id, commit, type(exc).__name__, first_line(exc))) from exc
 
 
 def manifest_disagreements(stored, reference):

@@ -78,7 +78,7 @@ from ansible_collections.blackwell.sglang.plugins.module_utils import _model
 
 def read(path):
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8") as handle:
             return json.load(handle)
     except (OSError, ValueError):
         return None
