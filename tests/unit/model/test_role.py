@@ -157,3 +157,31 @@ def test_bad_input_fails_in_check_mode_before_any_change(tmp_path, over, needle)
     assert proc.returncode != 0
     assert needle.replace("\n", " ") in " ".join(proc.stdout.split()), proc.stdout[-3000:]
     assert not (tmp_path / "a").exists()
+
+
+def test_hub_source_through_the_role_async_with_progress(tmp_path):
+    """The role's Hub path (plan, async download, bounded wait loop, async_status, verify) against the stand-in
+    for the Hub in this process; the venv is the one running the tests (it must have huggingface_hub)."""
+    pytest.importorskip("huggingface_hub")
+    sys.path.insert(0, os.path.dirname(__file__))
+    from fakehub import FakeHub  # pylint: disable=import-outside-toplevel
+    from test_model import tiny_model  # pylint: disable=import-outside-toplevel
+    files = tiny_model(embed=256 * 1024)
+    with FakeHub("acme/tiny", COMMIT, files, lifetime=280) as hub:
+        play_vars = {"sglang_model_source": "hub", "sglang_model_repo_id": "acme/tiny", "sglang_model_revision": COMMIT,
+                     "sglang_model_hf_endpoint": hub.endpoint, "sglang_model_hf_token": "hf_do_not_print_me",
+                     "sglang_model_venv": os.path.dirname(os.path.dirname(sys.executable)),
+                     "sglang_model_hub_packages": [], "sglang_model_disk_headroom_bytes": 0,
+                     "sglang_model_progress_interval": 1, "sglang_model_download_timeout": 120}
+        play_vars["sglang_model_hub_packages"] = ["huggingface_hub"]          # already there: pip changes nothing
+        first = run(tmp_path, play_vars, hosts=("a",))
+        assert first.returncode == 0, first.stdout[-4000:]
+        target = tmp_path / "a" / "models" / ("tiny@" + COMMIT)
+        assert facts(tmp_path, "a")["path"] == str(target)
+        assert sorted(os.listdir(target)) == sorted([f for f in files if not f.endswith(".md")] + [
+            ".sglang-model-manifest.json"])
+        assert "(done)" in first.stdout                                   # the wait loop's last progress label
+        assert "hf_do_not_print_me" not in first.stdout
+        second = run(tmp_path, play_vars, hosts=("a",))
+        assert recap(second.stdout, "a")["changed"] == 0, second.stdout[-3000:]
+        assert "verified at " + str(target) in second.stdout
