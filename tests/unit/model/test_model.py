@@ -341,3 +341,13 @@ def test_hub_path_outside_roots_refused_before_any_request(tmp_path, hub_lib):
     with FakeHub(REPO, COMMIT, tiny_model()) as hub:
         result = run_module("sglang_model_fetch", fetch_args(tmp_path, hub, root="/etc/models"), tmp_path)
         assert result["failed"] is True and "outside the allowed roots" in result["msg"] and hub.log == []
+
+
+def test_pattern_rule_matches_huggingface_hub(hub_lib):
+    from huggingface_hub.utils import filter_repo_objects  # pylint: disable=import-outside-toplevel
+    names = ["config.json", "model-00001-of-00002.safetensors", "original/consolidated.pth", "tokenizer.model",
+             "sub/dir/x.safetensors", "README.md", "original/params.json"]
+    for allow, ignore in [(["*.safetensors", "*.json"], ["original/*"]), ([], ["*.md"]), (["original/"], []),
+                          (["*.json"], ["original/"])]:
+        want = list(filter_repo_objects(names, allow_patterns=allow or None, ignore_patterns=ignore or None))
+        assert [n for n in names if _model.matches(n, allow, ignore)] == want, (allow, ignore)
