@@ -69,9 +69,14 @@ def test_a_truncated_shard_is_refused_with_the_file_named(ansible_host, host):
     host.run("rm -rf /srv/models/.probe && cp -a %s /srv/models/.probe && truncate -s 200 "
              "/srv/models/.probe/model-00002-of-00002.safetensors && rm /srv/models/.probe/.sglang-model-manifest.json"
              % TARGET)
-    out = ansible_host.ansible("blackwell.sglang.sglang_model_verify",
-                               "path=/srv/models/.probe name=probe revision=%s allowed_roots=/srv/models "
-                               "write_manifest=true state_dir=/tmp/probe-state" % REV, check=False)
+    try:
+        out = ansible_host.ansible("blackwell.sglang.sglang_model_verify",
+                                   "path=/srv/models/.probe name=probe revision=%s allowed_roots=/srv/models "
+                                   "write_manifest=true state_dir=/tmp/probe-state" % REV, check=False)
+    except ansible_host.ansible.AnsibleException as exc:
+        out = exc.result
+    # (testinfra's ad-hoc parsing drops the 'failed' key on this path: judge by what a success would carry)
+    wrote = host.run("ls /srv/models/.probe/.sglang-model-manifest.json /tmp/probe-state").rc == 0
     host.run("rm -rf /srv/models/.probe /tmp/probe-state")
-    assert out.get("failed") is True
-    assert "model-00002-of-00002.safetensors" in out["msg"] and "truncated" in out["msg"]
+    assert "manifest_digest" not in out and not wrote
+    assert "model-00002-of-00002.safetensors: truncated" in out["msg"]
