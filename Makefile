@@ -26,7 +26,7 @@ TORCH_VERSION ?= 2.13.0
 # directories missing from MOLECULE_ALL make `make molecule` fail (forgotten ones).
 # `make molecule MOLECULE_SCENARIOS="a b"` runs a subset; MOLECULE_JOBS=1 runs them one after another.
 MOLECULE_ALL       := fleet site gateway sglang_service flashinfer sgl_kernel_sm120 cuda_toolchain sglang_source \
-                      fp4_probe sglang_benchmark torch_nightly preflight sglang_release monitoring default
+                      fp4_probe sglang_benchmark torch_nightly preflight sglang_release monitoring sglang_model default
 # Scenarios left out of `make test` (still listed above, still runnable: make molecule MOLECULE_SCENARIOS=<name>),
 # e.g. MOLECULE_OPTIONAL=fleet for a quicker local run. Empty: everything gates CI.
 MOLECULE_OPTIONAL  ?=

@@ -94,7 +94,7 @@ dependencies:
       C(url_hash), C(source_dir) (a declared C(SOURCE_DIR)), C(inside) (C({name, subdir}) when that C(SOURCE_DIR)
       lies inside another dependency), C(declared_in) (C(file:line)), C(parent) (the sub-project that declares it),
       C(conditional) (declared under a condition that could not be evaluated), C(used) (C(false) when declared in a
-      file or branch the configure never runs, e.g. an extension behind the C(sm120_only) patch's OFF option: such
+      file or branch the configure never runs, e.g. an extension behind the C(sm120_only) patch's OFF option; such
       a source is never required), C(writes_into) (C(null),
       C(configure) or C(build): the build writes into this tree, so it needs a writable copy).
     - With O(cache) also C(present), C(placeholder), C(ref_matches) (C(false) when the cache records another
