@@ -125,16 +125,19 @@ molecule: venv image mirror ## Every scenario in MOLECULE_SCENARIOS, in order, s
 	@MOLECULE_ALL="$(strip $(MOLECULE_ALL))" bash molecule/_shared/run-scenarios.sh $(MOLECULE_TIMEOUT) "$(MOLECULE_ARGS)" $(MOLECULE_SCENARIOS)
 
 test: ## THE test suite (CI): deps lint sanity unit molecule (KEEP_GOING=1: run all steps, fail at the end)
-	@start=$$(date +%s); failed=""; \
+	@start=$$(date +%s); failed=""; summary=""; \
 	for t in deps lint sanity unit molecule; do \
 	  s=$$(date +%s); echo "======== make $$t"; \
 	  if $(MAKE) --no-print-directory $$t; then \
-	    echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; \
+	    echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; summary="$$summary $$t:ok:$$(( $$(date +%s) - s ))"; \
 	  else \
 	    echo "======== make $$t: FAILED after $$(( $$(date +%s) - s ))s"; failed="$$failed $$t"; \
+	    summary="$$summary $$t:FAILED:$$(( $$(date +%s) - s ))"; \
 	    [[ "$(KEEP_GOING)" == 1 && $$t != deps ]] || break; \
 	  fi; \
 	done; \
+	echo "======== make test steps (wall time):"; \
+	for e in $$summary; do IFS=: read -r n st sec <<<"$$e"; printf '  %-10s %-7s %5ss\n' "$$n" "$$st" "$$sec"; done; \
 	took="$$(( ($$(date +%s) - start) / 60 ))m$$(( ($$(date +%s) - start) % 60 ))s"; \
 	if [[ -n $$failed ]]; then echo "======== make test: FAILED ($$failed ) after $$took"; exit 1; fi; \
 	echo "======== make test: all passed in $$took"
