@@ -4,6 +4,7 @@
 #   run_kernel_build.sh start   -> sets up and starts the build in the background (setsid), returns at once
 #   run_kernel_build.sh wait N  -> prints progress for up to N seconds; exit 0 when finished, 3 while running
 #   run_kernel_build.sh finish  -> cuobjdump, import check, NVFP4 JIT compile; copies the evidence into $OUT
+#   run_kernel_build.sh jit     -> only the NVFP4 JIT compile for sm_120a (needs no kernel build)
 # Carried with the call: .whl (ansible-core, tvm-ffi, flashinfer-python), .gpu-src (bundle tarballs, libnuma debs).
 set -uo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -98,7 +99,27 @@ finish() {
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 }
 
+jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-ffi + flashinfer (CUTLASS headers) carried
+  local out=${OUT:-$W/out}; mkdir -p "$out" "$W/site" "$W/src"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$repo"/.whl/apache_tvm_ffi-*.whl \
+    "$repo"/.whl/flashinfer_python-*.whl || exit 1
+  [[ -d $W/src/sglang ]] || tar xzf "$repo/.gpu-src/sglang-2026-03-07-d28f35240a.tar.gz" -C "$W/src"
+  id sglang >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin sglang
+  local state=$W/state cache=$W/cache-svc; mkdir -p "$state" "$cache"; chown sglang "$state" "$cache"
+  chmod -R a+rX "$W/site" "$W/src"; chmod a+x "$W"
+  local py; py=$(python3 -c 'import sys; print(sys.executable)')
+  # the service's environment (roles/sglang_service/templates/sglang.env.j2 + the CUDA env file), as the unit user
+  runuser -u sglang -- env -i HOME="$state" XDG_CACHE_HOME="$cache" TVM_FFI_CACHE_DIR="$cache/tvm-ffi" \
+    FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
+    CUDACXX=/usr/local/cuda/bin/nvcc PATH="$(dirname "$py"):/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+    PYTHONPATH="$W/site" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+    timeout "${JIT_TIMEOUT:-420}" "$py" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$out/nvfp4-jit.json" \
+    2>&1 | tee "$out/nvfp4-jit.log"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+}
+
 case ${1:-} in
+  jit) jit ;;
   start) start ;;
   wait) wait_for "${2:-540}" ;;
   finish) finish ;;
