@@ -105,7 +105,7 @@ jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-f
     "$repo"/.whl/flashinfer_python-*.whl || exit 1
   [[ -d $W/src/sglang ]] || tar xzf "$repo/.gpu-src/sglang-2026-03-07-d28f35240a.tar.gz" -C "$W/src"
   id sglang >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin sglang
-  local state=$W/state cache=$W/cache-svc; mkdir -p "$state" "$cache"; chown sglang "$state" "$cache"
+  local state=$W/state cache=$W/cache-svc; mkdir -p "$state" "$cache" "$W/jit-out"; chown sglang "$state" "$cache" "$W/jit-out"
   chmod -R a+rX "$W/site" "$W/src"; chmod a+x "$W"
   local py; py=$(python3 -c 'import sys; print(sys.executable)')
   # the service's environment (roles/sglang_service/templates/sglang.env.j2 + the CUDA env file), as the unit user
@@ -113,8 +113,9 @@ jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-f
     FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
     CUDACXX=/usr/local/cuda/bin/nvcc PATH="$(dirname "$py"):/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     PYTHONPATH="$W/site" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-    timeout "${JIT_TIMEOUT:-420}" "$py" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$out/nvfp4-jit.json" \
+    timeout "${JIT_TIMEOUT:-420}" "$py" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$W/jit-out/nvfp4-jit.json" \
     2>&1 | tee "$out/nvfp4-jit.log"
+  cp "$W/jit-out/nvfp4-jit.json" "$out/" 2>/dev/null  # the unit user cannot write to $OUT
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$out/gpu.txt"
 }
 
