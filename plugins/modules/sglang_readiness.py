@@ -67,6 +67,12 @@ options:
         C(--no-block)). C(failed) and C(auto-restart) end the wait at once.
     type: float
     default: 30
+  mask:
+    description: Secret values (the API key) masked in every journal line and message returned; key-looking patterns
+      (C(api_key='...'), C(--api-key X), C(Bearer X)) are masked in any case.
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
@@ -117,6 +123,10 @@ last_lines:
   returned: always
   type: list
   elements: str
+health_answers:
+  description: How often /health answered what (C({"200": 3, "503": 7, "URLError": 2})); kept in the failure message.
+  returned: when the wait ran
+  type: dict
 invocation_id:
   description: systemd InvocationID of the start that was followed.
   returned: always
@@ -129,6 +139,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness
 
 
@@ -206,6 +217,7 @@ def main():
             tail_lines=dict(type="int", default=40),
             tp_size=dict(type="int", default=1),
             start_grace=dict(type="float", default=30.0),
+            mask=dict(type="list", elements="str", default=[], no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -213,6 +225,12 @@ def main():
     try:
         _readiness.validate_params(p["request_timeout"], p["successes"], p["interval"], p["stall_timeout"],
                                    p["max_wait"])
+        _readiness.validate_url(p["url"])
+        for name in ("tail_lines", "start_grace"):
+            if p[name] < 0:
+                raise _readiness.ReadinessConfigError("%s must be >= 0; got %s" % (name, p[name]))
+        if p["tp_size"] < 1:
+            raise _readiness.ReadinessConfigError("tp_size must be >= 1; got %s" % p["tp_size"])
     except _readiness.ReadinessConfigError as exc:
         module.fail_json(msg=str(exc))
     http_get = make_http_get(p["url"])
@@ -234,13 +252,20 @@ def main():
         interval=p["interval"], stall_timeout=p["stall_timeout"], max_wait=p["max_wait"],
         tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"])
     result["invocation_id"] = journal.invocation_id
+    secrets = [s for s in p["mask"] if s]
+    result["last_lines"] = [_inputs.mask(line, secrets) for line in result.get("last_lines") or []]
+    result["phase"] = _inputs.mask(result.get("phase"), secrets)
     if result["ready"]:
         result.pop("cause", None)
         module.exit_json(changed=False, **result)
     cause = result["cause"] or {}
-    module.fail_json(msg="%s is not ready (%s after %.0f s): %s [%s] - %s" % (
-        p["unit"], result["reason"], result["elapsed"], cause.get("summary"), cause.get("cause"),
-        cause.get("remedy")), changed=False, **result)
+    if cause.get("line"):
+        cause["line"] = _inputs.mask(cause["line"], secrets)
+    answers = ", ".join("%s x%d" % (k, v) for k, v in sorted(result.get("health_answers", {}).items())) or "none"
+    module.fail_json(msg=_inputs.mask("%s is not ready (%s after %.0f s): %s [%s] - %s. /health answered: last %s; "
+                                      "all: %s" % (p["unit"], result["reason"], result["elapsed"], cause.get("summary"),
+                                                   cause.get("cause"), cause.get("remedy"), result.get("last_http"),
+                                                   answers), secrets), changed=False, **result)
 
 
 if __name__ == "__main__":
