@@ -37,8 +37,9 @@ def run(argv, timeout, env_update=None):
         except OSError:
             pass
         out, err = proc.communicate()
-        return TIMEOUT_RC, out.decode("utf-8", "replace"), "%s %s s: %s" % (
-            TIMEOUT_MARKER, timeout, " ".join(str(a) for a in argv))
+        # the program and its first short arguments only: a probe script passed with -c would drown the message
+        shown = " ".join([str(argv[0])] + [str(a) for a in argv[1:4] if len(str(a)) <= 40])
+        return TIMEOUT_RC, out.decode("utf-8", "replace"), "%s %s s: %s" % (TIMEOUT_MARKER, timeout, shown)
     return proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 
