@@ -200,8 +200,16 @@ def test_readiness_module_keeps_health_answers_and_masks_the_key(tmp_path):
     line carries the key."""
     key = "sk-" + "z" * 37
     server = http.server.HTTPServer(("127.0.0.1", 0), _Flapping)
-    server.timeout = 5
-    thread = threading.Thread(target=lambda: [server.handle_request() for _ in range(3)], daemon=True)
+    server.timeout = 0.5
+    stop = threading.Event()
+
+    def serve():                         # bounded: at most 100 requests, and stops with the test
+        for _ in range(100):
+            if stop.is_set():
+                return
+            server.handle_request()
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     bindir = tmp_path / "bin"
     bindir.mkdir()
@@ -217,6 +225,8 @@ def test_readiness_module_keeps_health_answers_and_masks_the_key(tmp_path):
             "stall_timeout": 1, "max_wait": 5, "start_grace": 0, "mask": [key]}, tmp_path,
             env={"PATH": "%s:%s" % (bindir, os.environ["PATH"])})
     finally:
+        stop.set()
+        thread.join(5)
         server.server_close()
     assert result.get("failed") is True, result
     text = json.dumps(result)
