@@ -58,8 +58,9 @@ class ActionModule(ActionBase):
             return (res.get("stdout") or "").splitlines()
 
         def emit(elapsed, finished, line):
-            display.display("%s: %s %s after %d s: %s" % (host, args["label"], "finished" if finished else "running",
-                                                         elapsed, (line or "(no progress line yet)")[:200]))
+            state = "finished" if finished else "running"
+            shown = (line or "(no progress line yet)")[:200]
+            display.display("%s: %s %s after %d s: %s" % (host, args["label"], state, elapsed, shown))
 
         out = _async_wait.wait(poll, time.monotonic, time.sleep, args["timeout"], args["poll_interval"],
                                args["progress_interval"], tail=tail, emit=emit)

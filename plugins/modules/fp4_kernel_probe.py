@@ -250,6 +250,7 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
+
     def _dims(param, index, shp, keys):
         """Positive whole-number dimensions, or a failure naming the parameter, the entry and the key."""
         missing = [k for k in keys if k not in shp]

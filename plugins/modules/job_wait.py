@@ -11,9 +11,9 @@ module: job_wait
 short_description: Wait for a detached job in one flat, bounded loop, printing progress from its log
 version_added: "0.1.0"
 description:
-  - Polls an C(async) job started with C(poll: 0) (through C(ansible.builtin.async_status)) every O(poll_interval)
+  - "Polls an C(async) job started with C(poll: 0) (through C(ansible.builtin.async_status)) every O(poll_interval)
     seconds until it finished or O(timeout) seconds passed, and prints the latest progress line of O(log) every
-    O(progress_interval) seconds (ninja's C([N/M]) lines by default).
+    O(progress_interval) seconds (ninja's C([N/M]) lines by default)."
   - Replaces waits that included themselves once per round (ansible-core nests includes and raised
     C(RecursionError) a little above 240 rounds). The loop lives in C(plugins/module_utils/_async_wait.py).
   - An action plugin; runs on the controller and executes C(async_status) and C(tail) on the host.
@@ -73,7 +73,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 finished:
-  description: Whether the job ended (successfully or not: see RV(status)).
+  description: Whether the job ended (successfully or not, see RV(status)).
   returned: always
   type: bool
 timed_out:

@@ -68,8 +68,8 @@ options:
     type: float
     default: 30
   mask:
-    description: Secret values (the API key) masked in every journal line and message returned; key-looking patterns
-      (C(api_key='...'), C(--api-key X), C(Bearer X)) are masked in any case.
+    description: "Secret values (the API key) masked in every journal line and message returned; key-looking patterns
+      (C(api_key='...'), C(--api-key X), C(Bearer X)) are masked in any case."
     type: list
     elements: str
     default: []
@@ -124,7 +124,7 @@ last_lines:
   type: list
   elements: str
 health_answers:
-  description: How often /health answered what (C({"200": 3, "503": 7, "URLError": 2})); kept in the failure message.
+  description: 'How often /health answered what, e.g. C({"200": 3, "503": 7, "URLError": 2}); kept in the failure message.'
   returned: when the wait ran
   type: dict
 invocation_id:

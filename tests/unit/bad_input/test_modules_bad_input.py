@@ -11,6 +11,8 @@ import pytest
 
 from harness import ROOT, run_module
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness
+from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_tree as tree
 
 
 def _patch_helpers():
@@ -21,9 +23,6 @@ def _patch_helpers():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod.make_tree, mod.snapshot
-
-from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness  # noqa: E402
-from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_tree as tree  # noqa: E402
 
 
 # --- checkpoint facts ---------------------------------------------------------------------------------------------

@@ -66,11 +66,11 @@ def test_job_wait_follows_a_real_async_job(tmp_path):
     tasks = [
         {"name": "start", "ansible.builtin.shell": "for i in 1 2 3 4 5 6; do echo \"[$i/6] step\" >> %s; sleep 0.5; done" % log,
          "async": 120, "poll": 0, "register": "job"},
-        {"name": "wait", "blackwell.sglang.job_wait": {"jid": "{{ job.ansible_job_id }}", "log": str(log), "timeout": 60,
-                                                      "poll_interval": 0.3, "progress_interval": 0.5, "label": "test build"},
-         "register": "waited"},
-        {"name": "check", "ansible.builtin.assert": {"that": ["waited.finished", "not waited.timed_out",
-                                                             "waited.status.rc == 0", "waited.rounds >= 2"]}},
+        {"name": "wait", "register": "waited", "blackwell.sglang.job_wait": {
+            "jid": "{{ job.ansible_job_id }}", "log": str(log), "timeout": 60, "poll_interval": 0.3,
+            "progress_interval": 0.5, "label": "test build"}},
+        {"name": "check", "ansible.builtin.assert": {"that": [
+            "waited.finished", "not waited.timed_out", "waited.status.rc == 0", "waited.rounds >= 2"]}},
     ]
     run = run_play(tmp_path, tasks, check=False, env={"BAD_INPUT_BLOCK": "0"})
     assert run.rc == 0, run
