@@ -92,6 +92,10 @@ def rule_abs_path(name, value):
             out.append("%s must not contain '..', got %s" % (name, _show(text)))
         elif any(c in text for c in "\n\r\0"):
             out.append("%s contains a control character: %s" % (name, _show(text)))
+        elif any(c in text for c in "\"\\$`"):
+            # systemd path settings (ReadWritePaths=, LoadCredential=) expand none of these the way Exec lines
+            # do, and no deployment path needs them
+            out.append("%s must not contain \" \\ $ or `: %s" % (name, _show(text)))
     return out
 
 

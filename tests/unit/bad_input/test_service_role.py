@@ -15,6 +15,7 @@ CASES = [
     # (id, overrides, needles the refusal names)
     ("rw-path-newline", {"sglang_service_read_write_paths": ["/srv/x\nExecStartPre=+/bin/sh -c id"]},
      ["sglang_service_read_write_paths", "a newline"]),
+    ("rw-path-dollar", {"sglang_service_read_write_paths": ["/srv/$HOME"]}, ["sglang_service_read_write_paths", "must not contain"]),
     ("ro-path-relative", {"sglang_service_read_only_paths": ["models"]}, ["sglang_service_read_only_paths", "'models'"]),
     ("extra-env-newline", {"sglang_service_extra_env": {"FOO": "a\nLD_PRELOAD=/tmp/x.so"}},
      ["sglang_service_extra_env", "a newline"]),
