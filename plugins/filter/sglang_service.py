@@ -51,6 +51,23 @@ def sglang_service_env_warnings(env, cc):
     return warnings
 
 
+def sglang_service_merge_args(computed, user):
+    """Computed safety flags + the inventory's extra args: ``{"args", "overridden"}`` (_server_flags.merge_extra_args)."""
+    try:
+        return _server_flags.merge_extra_args(list(computed or []), list(user or []))
+    except (_server_flags.FlagError, ValueError, TypeError) as exc:
+        raise AnsibleFilterError("sglang_service_extra_args: %s" % exc)
+
+
+def sglang_service_merge_env(computed, user):
+    """Computed environment + the inventory's: ``{"env": merged, "overridden": [key whose user value differs]}``."""
+    computed = dict(computed or {})
+    user = dict(user or {})
+    merged = dict(computed)
+    merged.update(user)
+    return {"env": merged, "overridden": sorted(k for k in user if k in computed and str(user[k]) != str(computed[k]))}
+
+
 def sglang_service_check_backends(argv, cc):
     """Apply the compute-capability allow-list to ``argv`` on the controller (before anything changes)."""
     try:
@@ -138,6 +155,8 @@ class FilterModule(object):
             "sglang_service_args": sglang_service_args,
             "sglang_service_check_backends": sglang_service_check_backends,
             "sglang_service_env_warnings": sglang_service_env_warnings,
+            "sglang_service_merge_args": sglang_service_merge_args,
+            "sglang_service_merge_env": sglang_service_merge_env,
             "systemd_exec_args": systemd_exec_args,
             "sglang_pinned_backend_evidence": sglang_pinned_backend_evidence,
             "nvidia_device_groups": nvidia_device_groups,

@@ -156,6 +156,27 @@ def _read_json_file(path):
         return None, "unreadable: %s" % exc
 
 
+def _check_run_meta(meta, path):
+    """run.json of the wrong shape is a failure naming the file and the key (issue 17), not a traceback."""
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise BenchReportError("must hold a JSON object, got %s" % type(meta).__name__, path=path)
+    if meta.get("failures") is not None and not isinstance(meta["failures"], list):
+        raise BenchReportError("must be a list", path=path, key="failures")
+    levels = meta.get("levels")
+    if levels is None:
+        return
+    if not isinstance(levels, list):
+        raise BenchReportError("must be a list", path=path, key="levels")
+    for index, level in enumerate(levels):
+        for key in ("max_concurrency", "num_prompts"):
+            value = level.get(key) if isinstance(level, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not str(value).strip().isdigit():
+                raise BenchReportError("must be a whole number, got %r" % (value,), path=path,
+                                       key="levels[%d].%s" % (index, key))
+
+
 def load_run(run_dir):
     """Read one host's run directory.
 
@@ -181,6 +202,7 @@ def load_run(run_dir):
     meta, meta_note = _read_json_file(os.path.join(run_dir, "run.json"))
     if meta_note and meta_note != "missing":
         notes.append("run.json %s" % meta_note)
+    _check_run_meta(meta, os.path.join(run_dir, "run.json"))
     manifest, manifest_note = _read_json_file(os.path.join(run_dir, "manifest.json"))
     if manifest_note and manifest_note != "missing":
         notes.append("manifest.json %s" % manifest_note)

@@ -179,6 +179,8 @@ def checkpoint_facts(model_dir):
     if not os.path.isfile(config_path):
         raise CheckpointError("%s has no config.json" % model_dir)
     config = _load_json(config_path)
+    if not isinstance(config, dict):
+        raise CheckpointError("%s must hold a JSON object, got %s" % (config_path, type(config).__name__))
     quant = read_quant_config(model_dir)
 
     index_path = None
@@ -190,12 +192,30 @@ def checkpoint_facts(model_dir):
     missing = []
     if index_path:
         index = _load_json(index_path)
+        if not isinstance(index, dict):
+            raise CheckpointError("%s must hold a JSON object, got %s" % (index_path, type(index).__name__))
         weight_map = index.get("weight_map") or {}
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise CheckpointError("%s: key weight_map must map tensor names to shard file names" % index_path)
         names = list(weight_map)
         shards = sorted(set(weight_map.values()))
+        real_dir = os.path.realpath(model_dir)
+        outside = [sh for sh in shards if os.path.isabs(sh) or not os.path.realpath(
+            os.path.join(model_dir, sh)).startswith(real_dir + os.sep)]
+        if outside:
+            raise CheckpointError("%s: key weight_map names shards outside the model directory: %s"
+                                  % (index_path, ", ".join(repr(x) for x in outside[:5])))
         meta = index.get("metadata") or {}
+        if not isinstance(meta, dict):
+            raise CheckpointError("%s: key metadata must be a JSON object" % index_path)
         if meta.get("total_size") is not None:
-            total_bytes = int(meta["total_size"])
+            try:
+                total_bytes = int(meta["total_size"])
+            except (TypeError, ValueError):
+                raise CheckpointError("%s: key metadata.total_size must be a number of bytes, got %r"
+                                      % (index_path, meta["total_size"]))
+            if total_bytes < 0:
+                raise CheckpointError("%s: key metadata.total_size must be >= 0, got %r" % (index_path, total_bytes))
         source = "index"
         missing = [s for s in shards if not os.path.isfile(os.path.join(model_dir, s))]
     else:

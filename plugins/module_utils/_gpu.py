@@ -180,10 +180,15 @@ def classify_nvidia_smi_failure(rc, stdout, stderr):
         ``too_old`` (query field unknown: driver/nvidia-smi older than the fields we need; B17),
         ``nvml_mismatch`` (driver/library version mismatch: reboot pending; B31),
         ``driver_not_loaded`` (nvidia-smi cannot talk to the kernel driver),
-        ``no_devices`` ("No devices were found"), ``insufficient_permissions``, ``unknown``.
+        ``no_devices`` ("No devices were found"), ``insufficient_permissions``, ``timeout`` (killed after the
+        probe time limit: :mod:`_bounded`), ``unknown``.
     """
     text = "%s\n%s" % (stdout or "", stderr or "")
     low = text.lower()
+    if rc == 124 and (stderr or "").startswith("timed out after"):
+        return {"kind": "timeout", "no_gpu": False, "reboot_required": False,
+                "message": "nvidia-smi %s: a wedged GPU or driver (check 'dmesg' for Xid errors; a GPU reset or a "
+                           "reboot may be needed)" % (stderr or "").strip()}
     if "is not a valid field to query" in low:
         field = re.search(r'Field "([^"]+)" is not a valid field to query', text)
         return {

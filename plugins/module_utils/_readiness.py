@@ -60,6 +60,34 @@ def validate_params(request_timeout, successes, interval, stall_timeout, max_wai
         raise ReadinessConfigError("max_wait (%s) must be >= stall_timeout (%s)" % (max_wait, stall_timeout))
 
 
+def validate_url(url):
+    """Check a health URL: ``http``/``https``, a host that is an address or a name, an optional port 1-65535, no
+    user info, no whitespace. Raises :class:`ReadinessConfigError` naming ``url`` and the value."""
+    from urllib.parse import urlsplit
+    from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
+    text = url if isinstance(url, str) else ""
+    problem = None
+    try:
+        parts = urlsplit(text)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError as exc:
+        parts, host, port, problem = None, "", None, str(exc)
+    if problem is None:
+        if any(c.isspace() or ord(c) < 32 for c in text):
+            problem = "contains whitespace or a control character"
+        elif parts.scheme not in ("http", "https"):
+            problem = "scheme must be http or https"
+        elif parts.username is not None or parts.password is not None:
+            problem = "must not carry user info"
+        elif not _inputs.is_host(host):
+            problem = "host is not an IP address or a host name"
+        elif port is not None and not 1 <= port <= 65535:
+            problem = "port outside 1-65535"
+    if problem:
+        raise ReadinessConfigError("url %r is not a health URL: %s" % (url, problem))
+
+
 def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout=10.0, successes=3,
                interval=5.0, stall_timeout=600.0, max_wait=14400.0, tail_lines=40, tp_size=1, start_grace=30.0,
                classify_context=None):
@@ -93,8 +121,10 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
     phase = None
     seen_phases = set()
     ok = 0
+    best_ok = 0
     polls = 0
     last_http = None
+    answers = {}
 
     def result(ready, reason, cause=None):
         now = clock()
@@ -108,6 +138,7 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
             "last_progress_at": round(last_progress - start, 3),
             "phase": phase,
             "last_http": last_http,
+            "health_answers": dict(answers),
             "cause": cause,
             "last_lines": lines[-tail_lines:] if tail_lines else [],
         }
@@ -141,9 +172,15 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
         polls += 1
         status, error = http_get(request_timeout)
         last_http = status if status is not None else error
+        label = str(status) if status is not None else (str(error or "no answer").split(":", 1)[0])
+        answers[label] = answers.get(label, 0) + 1
         if status == 200:
             ok += 1
-            last_progress = clock()
+            # A longer run of 200s than ever before is progress; a /health flapping 200/503 is not, or the stall
+            # timer would restart forever (at most successes - 1 resets from here).
+            if ok > best_ok:
+                best_ok = ok
+                last_progress = clock()
             if ok >= successes:
                 return result(True, "ready")
         else:

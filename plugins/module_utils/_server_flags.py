@@ -93,6 +93,22 @@ SM12X_ALLOWED["--decode-attention-backend"] = SM12X_ALLOWED["--attention-backend
 SECRET_FLAGS = ("--api-key", "--admin-api-key")
 
 
+def secret_flag_for(flag):
+    """The secret flag that ``flag`` names exactly or as an argparse abbreviation (``--api-k``), else None.
+
+    argparse (``allow_abbrev``, the default in SGLang's parser) accepts any unambiguous prefix of a long option, so
+    the guard must refuse prefixes too; :func:`validate_args` repeats the check against the installed parser's
+    canonical option.
+    """
+    name = str(flag).split("=", 1)[0]
+    if not name.startswith("--") or len(name) < 3:
+        return None
+    for secret in SECRET_FLAGS:
+        if secret.startswith(name):
+            return secret
+    return None
+
+
 class FlagError(ValueError):
     """A rendered flag or value is not acceptable (message names the flag, value and revision)."""
 
@@ -202,8 +218,7 @@ def render_server_args(settings):
     :param settings: dict with keys ``model_path`` (required), ``served_model_name``, ``host``, ``port``,
         ``tp_size``, ``mem_fraction_static`` (0 < x < 1, None = SGLang's automatic value), ``context_length``
         (tokens, None = model default), ``enable_metrics`` (bool), ``attention_backend``, ``fp4_gemm_backend``,
-        ``moe_runner_backend``, ``kv_cache_dtype``, ``api_key_env`` (name of the environment variable holding
-        the API key, rendered as ``--api-key ${NAME}``; None = no key), ``extra_args`` (list of tokens appended
+        ``moe_runner_backend``, ``kv_cache_dtype``, ``extra_args`` (list of tokens appended
         verbatim, e.g. ``preflight_service_args``), and for a server over several hosts ``nnodes`` (rendered only
         when > 1), ``node_rank`` (0..nnodes-1) and ``dist_init_addr`` (rank 0's ``host:port``);
         ``quantization`` (``--quantization``, from the checkpoint's canonical layout, N12), ``tool_call_parser``,
@@ -213,7 +228,7 @@ def render_server_args(settings):
         Empty strings and None mean "not rendered".
     :returns: list of str.
     :raises FlagError: on a missing model path, a port outside 1-65535, a TP size < 1, a fraction outside (0, 1),
-        a secret flag with a literal value in ``extra_args``, a flag rendered twice, or ``nnodes`` > 1 without
+        a secret flag (or an abbreviation of one) in ``extra_args``, a flag rendered twice, or ``nnodes`` > 1 without
         ``dist_init_addr`` / with a rank outside 0..nnodes-1.
     """
     model_path = settings.get("model_path")
@@ -270,17 +285,17 @@ def render_server_args(settings):
     _render_speculative(settings, add)
     if settings.get("enable_metrics"):
         argv.append("--enable-metrics")
-    api_key_env = settings.get("api_key_env")
-    if api_key_env:
-        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", api_key_env):
-            raise FlagError("api_key_env %r is not an environment variable name" % api_key_env, flag="--api-key")
-        argv.extend(["--api-key", "${%s}" % api_key_env])
+    if settings.get("api_key_env"):
+        raise FlagError("api_key_env is gone: the API key reaches SGLang through a systemd credential and the "
+                        "launcher, never through argv (docs/service.md)", flag="--api-key")
     extra = [str(t) for t in (settings.get("extra_args") or [])]
-    for flag, value in _pairs(extra):
+    for flag, _value in _pairs(extra):
         name = flag.split("=", 1)[0]
-        if name in SECRET_FLAGS and not (isinstance(value, str) and value.startswith("${")):
-            raise FlagError("%s must not be given a literal value in extra args (it would be world-readable in "
-                            "the unit file); use the API-key variable" % name, flag=name)
+        secret = secret_flag_for(name)
+        if secret:
+            raise FlagError("%s (%s) must not be in extra args: its value would be world-readable in the unit file "
+                            "and in argv; set sglang_service_api_key (vault), which reaches SGLang as a systemd "
+                            "credential" % (name, secret), flag=name)
     argv.extend(extra)
     seen = set()
     for flag, _value in _pairs(argv):
@@ -637,6 +652,7 @@ def validate_args(argv, spec, revision="unknown revision"):
     :raises FlagError: naming the flag, the value, the allowed choices and ``revision``.
     """
     checked = []
+    seen = {}
     for flag, value in _pairs(argv):
         try:
             option, entry = resolve_option(spec, flag)
@@ -666,5 +682,40 @@ def validate_args(argv, spec, revision="unknown revision"):
                             "%s %s is not a valid choice in %s (choices: %s)"
                             % (flag, one, revision, ", ".join(choices)),
                             flag=flag, value=one, revision=revision)
+        canonical = sorted(entry.get("aliases") or [option])[0]
+        key = entry.get("dest") or canonical
+        if option in SECRET_FLAGS or any(a in SECRET_FLAGS for a in entry.get("aliases") or []):
+            values = value if isinstance(value, list) else [value]
+            if not all(isinstance(v, str) and re.match(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$", v) for v in values):
+                raise FlagError("%s resolves to %s in %s: a secret flag must not carry a literal value in argv"
+                                % (flag, option, revision), flag=flag, revision=revision)
+        if key in seen:
+            raise FlagError("%s and %s are the same option (%s) in %s: rendered twice (check extra args against "
+                            "the role's own settings)" % (seen[key], flag, option, revision),
+                            flag=flag, value=value, revision=revision)
+        seen[key] = flag
         checked.append({"flag": flag, "option": option, "value": value})
     return checked
+
+
+def merge_extra_args(computed, user):
+    """Merge preflight's computed safety flags with the inventory's ``extra_args``.
+
+    :param computed: argv tokens computed by preflight (e.g. ``["--disable-custom-all-reduce"]``).
+    :param user: argv tokens from the inventory.
+    :returns: ``{"args": [...], "overridden": [flag, ...]}``: every computed flag the user does not give, then the
+        user's tokens; ``overridden`` lists the computed flags whose user value replaced the computed one (exact
+        flag names; abbreviations are caught later as duplicates by :func:`validate_args`).
+    """
+    user_pairs = _pairs([str(t) for t in (user or [])])
+    user_flags = set(flag.split("=", 1)[0] for flag, _v in user_pairs)
+    args, overridden = [], []
+    for flag, value in _pairs([str(t) for t in (computed or [])]):
+        name = flag.split("=", 1)[0]
+        if name in user_flags:
+            overridden.append(name)
+            continue
+        args.append(flag)
+        if "=" not in flag and value is not None:
+            args.extend(value if isinstance(value, list) else [value])
+    return {"args": args + [str(t) for t in (user or [])], "overridden": overridden}

@@ -199,8 +199,21 @@ endif()
 """ % {"begin": _CCCL_BEGIN, "end": _CCCL_END}
 
 
+def _check_block(patch, f, begin, end, block):
+    """A file that carries a marker must carry the whole block between both markers (issue 17: a half-patched file
+    whose begin marker survived but whose block is gone was reported as applied)."""
+    has_begin, has_end = begin in f.text, end in f.text
+    if not (has_begin or has_end):
+        return False
+    if not (has_begin and has_end and block.rstrip("\n") in f.text):
+        raise PatchError(patch, f.rel, "the complete block between %r and %r" % (begin, end),
+                         "the file is half-patched (a marker without its block, or an edited block): restore it "
+                         "from the source and run again")
+    return True
+
+
 def patch_cccl_include(f):
-    if _CCCL_BEGIN in f.text:
+    if _check_block("cccl_include", f, _CCCL_BEGIN, _CCCL_END, _CCCL_BLOCK):
         return "already_applied", "CCCL include block present"
     cmds = cm.scan(f.text)
     handles = [c for c in cmds if re.search(r"/cccl\b|CCCL::CCCL|cuda/std/utility", c.raw_args)]
@@ -507,7 +520,7 @@ def _function_region(text, def_start):
 def patch_fa3_soft_fallback(f):
     text = f.text
     lines = text.split("\n")
-    has_block = _FA3_BEGIN in text
+    has_block = _check_block("fa3_soft_fallback", f, _FA3_BEGIN, _FA3_END, _FA3_BLOCK)
     if not has_block:
         start, end = _find_eager_import(lines)
         bare = _TOP_IMPORT_RE.search(text)
@@ -755,28 +768,54 @@ def backup_path(path):
     return "%s.%s.%s~" % (path, os.getpid(), time.strftime("%Y-%m-%d@%H:%M:%S", time.localtime()))
 
 
-def commit(result, backup=False):
-    """Write the planned files atomically (same directory temp file + rename, mode kept).
+def commit(result, backup=False, _replace=os.replace):
+    """Write the planned files all-or-nothing.
+
+    Phase 1 writes every new text to a temp file next to its target (mode kept); phase 2 renames them all. A
+    failure in phase 1 removes the temp files and leaves every target untouched; a failure in phase 2 puts back
+    the original bytes of the targets already replaced, so the tree is never half-patched.
 
     :returns: dict path -> backup path (empty when ``backup`` is false or nothing changed).
+    :raises OSError: after the rollback.
     """
     backups = {}
-    for f in result["files"].values():
-        if not f.changed:
-            continue
-        if backup:
-            dest = backup_path(f.path)
-            shutil.copy2(f.path, dest)
-            backups[f.path] = dest
-        d = os.path.dirname(f.path)
-        fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(f.path), dir=d)
-        try:
+    changed = [f for f in result["files"].values() if f.changed]
+    temps = []
+    try:
+        for f in changed:
+            d = os.path.dirname(f.path)
+            fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(f.path), dir=d)
+            temps.append(tmp)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(f.encoded())
             shutil.copymode(f.path, tmp)
-            os.replace(tmp, f.path)
-        except Exception:
+        if backup:
+            for f in changed:
+                dest = backup_path(f.path)
+                shutil.copy2(f.path, dest)
+                backups[f.path] = dest
+    except Exception:
+        for tmp in temps:
             if os.path.exists(tmp):
                 os.unlink(tmp)
-            raise
+        raise
+    originals = {}
+    done = []
+    try:
+        for f, tmp in zip(changed, temps):
+            with open(f.path, "rb") as fh:
+                originals[f.path] = fh.read()
+            _replace(tmp, f.path)
+            done.append(f.path)
+    except Exception:
+        for path in done:
+            fd, back = tempfile.mkstemp(prefix=".%s.restore." % os.path.basename(path), dir=os.path.dirname(path))
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(originals[path])
+            shutil.copymode(path, back)
+            os.replace(back, path)
+        for tmp in temps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        raise
     return backups

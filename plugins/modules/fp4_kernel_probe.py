@@ -250,13 +250,26 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    for name in ("shapes",):
-        for shp in p[name] or []:
-            if not {"n", "k"} <= set(shp) or int(shp["k"]) % 32 or int(shp["n"]) <= 0:
-                module.fail_json(msg="each of shapes needs n > 0 and k a multiple of 32, got %r" % (shp,))
-    for shp in p["moe_shapes"] or []:
-        if not {"hidden", "intermediate", "experts", "top_k"} <= set(shp):
-            module.fail_json(msg="each of moe_shapes needs hidden, intermediate, experts, top_k, got %r" % (shp,))
+
+    def _dims(param, index, shp, keys):
+        """Positive whole-number dimensions, or a failure naming the parameter, the entry and the key."""
+        missing = [k for k in keys if k not in shp]
+        if missing:
+            module.fail_json(msg="%s[%d] needs %s, got %r" % (param, index, ", ".join(keys), shp))
+        for key in keys:
+            value = shp[key]
+            if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, str) and value.isdigit()):
+                module.fail_json(msg="%s[%d].%s must be a whole number, got %r" % (param, index, key, value))
+            if int(value) <= 0:
+                module.fail_json(msg="%s[%d].%s must be > 0, got %r" % (param, index, key, value))
+            shp[key] = int(value)
+
+    for index, shp in enumerate(p["shapes"] or []):
+        _dims("shapes", index, shp, ("n", "k"))
+        if shp["k"] % 32:
+            module.fail_json(msg="shapes[%d].k must be a multiple of 32, got %r" % (index, shp["k"]))
+    for index, shp in enumerate(p["moe_shapes"] or []):
+        _dims("moe_shapes", index, shp, ("hidden", "intermediate", "experts", "top_k"))
     if any(m < 1 for m in p["m_list"]):
         module.fail_json(msg="m_list values must be >= 1")
     allowed = {}

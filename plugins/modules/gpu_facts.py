@@ -51,6 +51,12 @@ options:
         (field reports N03, N20 in docs/field-reports.md).
     type: bool
     default: true
+  probe_timeout:
+    description:
+      - Seconds each C(nvidia-smi)/C(lspci) call may take. A call still running then (a wedged GPU is exactly when
+        nvidia-smi blocks) is killed; the module fails with C(error=timeout), which preflight reports as a finding.
+    type: float
+    default: 60
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 notes:
@@ -156,6 +162,7 @@ problems:
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.blackwell.sglang.plugins.module_utils import _bounded
 from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import NvidiaSmiError, collect
 
 
@@ -167,6 +174,7 @@ def main():
             topology=dict(type="bool", default=True),
             pcie=dict(type="bool", default=True),
             kernel_log=dict(type="bool", default=True),
+            probe_timeout=dict(type="float", default=60.0),
         ),
         supports_check_mode=True,
     )
@@ -175,8 +183,12 @@ def main():
         nvidia_smi = None
     lspci = module.params["lspci"] or module.get_bin_path("lspci")
 
+    if module.params["probe_timeout"] <= 0:
+        module.fail_json(msg="probe_timeout must be > 0 seconds, got %s" % module.params["probe_timeout"])
+
     def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+        # bounded: a wedged GPU is exactly when nvidia-smi blocks (issue 17)
+        return _bounded.run(argv, module.params["probe_timeout"], env_update={"LC_ALL": "C"})
 
     journalctl = module.get_bin_path("journalctl") if module.params["kernel_log"] else None
 

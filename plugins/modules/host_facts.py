@@ -97,6 +97,10 @@ def main():
         ),
         supports_check_mode=True,
     )
+    for param in ("disk_paths", "stat_paths"):
+        for key, value in module.params[param].items():
+            if not isinstance(value, str) or not value.startswith("/"):
+                module.fail_json(msg="%s.%s must be an absolute path (a string), got %r" % (param, key, value))
     facts = collect(paths=module.params["disk_paths"], stat_paths=module.params["stat_paths"],
                     shm_path=module.params["shm_path"])
     module.exit_json(changed=False, **facts)

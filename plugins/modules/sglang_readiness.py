@@ -85,6 +85,12 @@ options:
         (C(gpu_wedged_xid_<n>) with C(reboot_required) in the cause) or GB10 memory exhaustion is the reported cause (N03, N18).
     type: bool
     default: true
+  mask:
+    description: "Secret values (the API key) masked in every journal line and message returned; key-looking patterns
+      (C(api_key='...'), C(--api-key X), C(Bearer X)) are masked in any case."
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
@@ -135,6 +141,10 @@ last_lines:
   returned: always
   type: list
   elements: str
+health_answers:
+  description: 'How often /health answered what, e.g. C({"200": 3, "503": 7, "URLError": 2}); kept in the failure message.'
+  returned: when the wait ran
+  type: dict
 invocation_id:
   description: systemd InvocationID of the start that was followed.
   returned: always
@@ -147,6 +157,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness
 
 
@@ -254,6 +265,7 @@ def main():
             server_args=dict(type="list", elements="str", default=[], no_log=False),
             compute_capability=dict(type="str", default=""),
             kernel_log=dict(type="bool", default=True),
+            mask=dict(type="list", elements="str", default=[], no_log=True),
         ),
         supports_check_mode=True,
     )
@@ -261,6 +273,12 @@ def main():
     try:
         _readiness.validate_params(p["request_timeout"], p["successes"], p["interval"], p["stall_timeout"],
                                    p["max_wait"])
+        _readiness.validate_url(p["url"])
+        for name in ("tail_lines", "start_grace"):
+            if p[name] < 0:
+                raise _readiness.ReadinessConfigError("%s must be >= 0; got %s" % (name, p[name]))
+        if p["tp_size"] < 1:
+            raise _readiness.ReadinessConfigError("tp_size must be >= 1; got %s" % p["tp_size"])
     except _readiness.ReadinessConfigError as exc:
         module.fail_json(msg=str(exc))
     http_get = make_http_get(p["url"])
@@ -287,13 +305,20 @@ def main():
         tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"],
         classify_context={"argv": p["server_args"] or None, "compute_capability": p["compute_capability"]})
     result["invocation_id"] = unit_journal.invocation_id
+    secrets = [s for s in p["mask"] if s]
+    result["last_lines"] = [_inputs.mask(line, secrets) for line in result.get("last_lines") or []]
+    result["phase"] = _inputs.mask(result.get("phase"), secrets)
     if result["ready"]:
         result.pop("cause", None)
         module.exit_json(changed=False, **result)
     cause = result["cause"] or {}
-    module.fail_json(msg="%s is not ready (%s after %.0f s): %s [%s] - %s" % (
-        p["unit"], result["reason"], result["elapsed"], cause.get("summary"), cause.get("cause"),
-        cause.get("remedy")), changed=False, **result)
+    if cause.get("line"):
+        cause["line"] = _inputs.mask(cause["line"], secrets)
+    answers = ", ".join("%s x%d" % (k, v) for k, v in sorted(result.get("health_answers", {}).items())) or "none"
+    module.fail_json(msg=_inputs.mask("%s is not ready (%s after %.0f s): %s [%s] - %s. /health answered: last %s; "
+                                      "all: %s" % (p["unit"], result["reason"], result["elapsed"], cause.get("summary"),
+                                                   cause.get("cause"), cause.get("remedy"), result.get("last_http"),
+                                                   answers), secrets), changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,11 @@ options:
   search_path:
     description: C(PATH) to search for C(nvcc) and C(cmake); default is the module's own C(PATH).
     type: str
+  probe_timeout:
+    description: Seconds each probe (nvcc, cmake, the torch import) may take; a probe still running then is killed and
+      reported as C(timed out after ...) in its C(error).
+    type: float
+    default: 120
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 seealso:
@@ -84,6 +89,7 @@ torch:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.blackwell.sglang.plugins.module_utils import _bounded
 from ansible_collections.blackwell.sglang.plugins.module_utils._toolchain import (
     collect_cmake,
     collect_nvcc,
@@ -98,13 +104,18 @@ def main():
             python=dict(type="path"),
             cmake=dict(type="list", elements="path", default=[]),
             search_path=dict(type="str"),
+            probe_timeout=dict(type="float", default=120.0),
         ),
         supports_check_mode=True,
     )
     path_env = module.params["search_path"] or os.environ.get("PATH", "")
 
+    if module.params["probe_timeout"] <= 0:
+        module.fail_json(msg="probe_timeout must be > 0 seconds, got %s" % module.params["probe_timeout"])
+
     def run(argv):
-        return module.run_command(argv, environ_update={"LC_ALL": "C"})
+        # bounded: a wedged GPU is exactly when nvidia-smi blocks (issue 17)
+        return _bounded.run(argv, module.params["probe_timeout"], env_update={"LC_ALL": "C"})
 
     result = {
         "nvcc": collect_nvcc(run, module.params["cuda_home"], path_env),

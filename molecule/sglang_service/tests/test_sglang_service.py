@@ -9,7 +9,7 @@ def test_unit_rendered_with_validated_flags(host, host_vars):
     unit = host.file(UNIT)
     assert unit.exists and unit.user == "root" and unit.mode == 0o644
     text = unit.content_string
-    assert "-m sglang.launch_server" in text
+    assert "/etc/blackwell-sglang/sglang-launch.py --credential sglang-api-key=--api-key --" in text
     assert "/opt/sglang/current/venv/bin/python" in text
     # the real parser of the pinned tree: the pretend version names the pin, the commit is the mirror's
     commit = host.check_output("git --git-dir %s rev-parse %s^{commit}", host_vars["sandbox_sglang_mirror"],
@@ -24,13 +24,23 @@ def test_unit_rendered_with_validated_flags(host, host_vars):
     assert "--mem-fraction-static 0.8" in text
 
 
-def test_api_key_only_as_reference(host):
+def test_api_key_only_as_a_credential(host):
     text = host.file(UNIT).content_string
-    assert "--api-key ${SGLANG_API_KEY}" in text
+    assert "LoadCredential=sglang-api-key:/etc/blackwell-sglang/credentials/sglang-api-key" in text
+    assert "--api-key" not in text.replace("--credential sglang-api-key=--api-key", "")
     assert "sandbox-api-key" not in text
     assert "sandbox-api-key" not in host.file("/etc/blackwell-sglang/sglang.env").content_string
-    secrets = host.file("/etc/blackwell-sglang/sglang-secrets.env")
-    assert secrets.mode == 0o600 and secrets.user == "root"
+    credentials = host.file("/etc/blackwell-sglang/credentials")
+    assert credentials.mode == 0o700 and credentials.user == "root"
+    key = host.file("/etc/blackwell-sglang/credentials/sglang-api-key")
+    assert key.mode == 0o600 and key.user == "root"
+    assert not host.file("/etc/blackwell-sglang/sglang-secrets.env").exists
+
+
+def test_running_service_shows_no_key(host):
+    """side_effect ran the real unit with a stand-in behind the launcher and checked /proc/<pid>/cmdline,
+    /proc/<pid>/environ and the journal; it writes this file only when every check passed."""
+    assert host.file("/var/lib/blackwell-sglang/molecule-key-check").exists
 
 
 def test_unit_shape(host):

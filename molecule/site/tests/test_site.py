@@ -119,7 +119,7 @@ def test_kernel_imports_with_the_fa3_fallback(host):
 def test_unit_runs_the_live_release(host, manifest):
     unit = host.file(UNIT)
     text = unit.content_string
-    assert PY + " -m sglang.launch_server" in text
+    assert PY + " /etc/blackwell-sglang/sglang-launch.py" in text   # the launcher runs sglang.launch_server
     assert "EnvironmentFile=" + CUDA_ENV in text
     assert "--kv-cache-dtype" in text
     assert manifest["unit"]["path"] == UNIT

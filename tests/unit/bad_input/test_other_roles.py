@@ -1,0 +1,70 @@
+"""Every other role in --check against localhost, host-changing modules blocked: bad values are refused by a
+named check before the first task that could change the host (issue 17)."""
+
+import pytest
+
+from harness import run_role
+
+CASES = [
+    # (id, role, tasks_from, vars, needles)
+    ("src-ref-shell", "sglang_source", None, {"sglang_source_version": "main; rm -rf /"},
+     ["sglang_source_version", "'main; rm -rf /'", "whitespace"]),
+    ("src-ref-option", "sglang_source", None, {"sglang_source_version": "--upload-pack=touch /tmp/x"},
+     ["sglang_source_version", "starts with '-'"]),
+    ("src-ref-dotdot", "sglang_source", None, {"sglang_source_version": "../.."}, ["sglang_source_version", "'..'"]),
+    ("src-refspec-option", "sglang_source", None, {"sglang_source_refspec": "--upload-pack=x"}, ["sglang_source_refspec", "leading '-'"]),
+    ("src-repo-option", "sglang_source", None, {"sglang_source_repo": "--upload-pack=touch /tmp/x"},
+     ["sglang_source_repo must be a URL"]),
+    ("src-repo-creds-masked", "sglang_source", None, {"sglang_source_repo": "https://bob:s3cret-token@git.example/x y"},
+     ["sglang_source_repo must be a URL", "https://bob:********@git.example"]),
+    ("src-dest-relative", "sglang_source", None, {"sglang_source_dest": "src/sglang"}, ["sglang_source_dest", "absolute path"]),
+    ("src-venv-empty", "sglang_source", None, {"sglang_source_venv": ""}, ["sglang_source_venv", "absolute path, got ''"]),
+    ("src-extra-req-marker", "sglang_source", None, {"sglang_source_extra_requirements": ["numpy; os_name=='posix'"]},
+     ["sglang_source_extra_requirements", "no ';' markers"]),
+    ("fi-latest", "flashinfer", None, {"flashinfer_version": "latest"}, ["flashinfer_version", "'latest'"]),
+    ("fi-venv-empty", "flashinfer", None, {"flashinfer_venv": ""}, ["flashinfer_venv", "absolute path"]),
+    ("fi-protected-shell", "flashinfer", None, {"flashinfer_protected_packages": ["torch; touch /tmp/pwned"]},
+     ["flashinfer_protected_packages", "'torch; touch /tmp/pwned'"]),
+    ("fi-timeout-zero", "flashinfer", None, {"flashinfer_pip_async_timeout": 0}, ["flashinfer_pip_async_timeout", "> 0"]),
+    ("torch-undated-nightly", "torch_nightly", None, {"torch_nightly_version": "2.12.0.dev+cu130"},
+     ["torch_nightly_version", "dated nightly", "2.12.0.dev+cu130"]),
+    ("torch-latest", "torch_nightly", None, {"torch_nightly_version": "latest"}, ["torch_nightly_version", "\"latest\""]),
+    ("torch-venv-empty", "torch_nightly", None, {"torch_nightly_venv": ""}, ["torch_nightly_venv", "absolute path"]),
+    ("torch-extra-marker", "torch_nightly", None, {"torch_nightly_extra_packages": ["torchvision==0.27.0.dev20260307; python_version>'3'"]},
+     ["torch_nightly_extra_packages", "no ';' markers"]),
+    ("cuda-pip-venv-empty", "cuda_toolchain", None, {"cuda_toolchain_method": "pip", "cuda_toolchain_pip_venv": ""},
+     ["cuda_toolchain_pip_venv", "absolute path"]),
+    ("cuda-pip-package-shell", "cuda_toolchain", None,
+     {"cuda_toolchain_method": "pip", "cuda_toolchain_pip_packages": ["nvidia-cuda-nvcc==13.0.*; rm -rf /"]},
+     ["cuda_toolchain_pip_packages", "no ';' markers"]),
+    ("cuda-env-file-relative", "cuda_toolchain", None, {"cuda_toolchain_env_file": "cuda.env"},
+     ["cuda_toolchain_env_file", "absolute path"]),
+    ("cuda-timeout-negative", "cuda_toolchain", None, {"cuda_toolchain_pip_timeout": -3}, ["cuda_toolchain_pip_timeout", "got -3"]),
+    ("kernel-cmake-space", "sgl_kernel_sm120", None, {"sgl_kernel_sm120_extra_cmake_args": ["-DFOO=a b"]},
+     ["sgl_kernel_sm120_extra_cmake_args", "'-DFOO=a b'", "without whitespace"]),
+    ("kernel-src-relative", "sgl_kernel_sm120", None, {"sgl_kernel_sm120_source_dir": "src/sglang"},
+     ["sgl_kernel_sm120_source_dir", "absolute path"]),
+    ("kernel-log-dotdot", "sgl_kernel_sm120", None, {"sgl_kernel_sm120_log_dir": "/var/log/../../etc"},
+     ["sgl_kernel_sm120_log_dir", "'..'"]),
+    ("release-rollback-dotdot", "sglang_release", "rollback", {"sglang_release_rollback_to": "../../etc"},
+     ["sglang_release_rollback_to", "'../../etc'"]),
+    ("release-marker-dotdot", "sglang_release", "rollback", {"sglang_release_failed_marker": "../../../etc/passwd"},
+     ["sglang_release_failed_marker", "single name"]),
+    ("release-switch-outside", "sglang_release", "switch", {"sglang_release_dir": "/opt/sglang/releases/../../../etc"},
+     ["sglang_release_dir", "/etc"]),
+    ("release-root-relative", "sglang_release", None, {"sglang_release_root": "opt/sglang"}, ["sglang_release_root", "absolute path"]),
+    ("release-id-length-zero", "sglang_release", None, {"sglang_release_id_length": 0}, ["sglang_release_id_length", "> 0"]),
+    ("preflight-smoke-timeout-zero", "preflight", None, {"preflight_nccl_smoke_timeout": 0}, ["preflight_nccl_smoke_timeout", "> 0"]),
+    ("preflight-smoke-size-negative", "preflight", None, {"preflight_nccl_smoke_size_mb": -64}, ["preflight_nccl_smoke_size_mb", "got -64"]),
+    ("preflight-python-relative", "preflight", None, {"preflight_python": "venv/bin/python"}, ["preflight_python", "absolute path"]),
+    ("bench-port-zero", "sglang_benchmark", None, {"sglang_benchmark_port": 0}, ["sglang_benchmark_port", "1-65535"]),
+    ("bench-host-injection", "sglang_benchmark", None, {"sglang_benchmark_host": "127.0.0.1 --evil"},
+     ["sglang_benchmark_host", "'127.0.0.1 --evil'"]),
+    ("bench-timeout-negative", "sglang_benchmark", None, {"sglang_benchmark_level_timeout": -5}, ["sglang_benchmark_level_timeout", "got -5"]),
+]
+
+
+@pytest.mark.parametrize("case_id, role, tasks_from, overrides, needles", CASES, ids=[c[0] for c in CASES])
+def test_role_refuses_before_any_change(tmp_path, case_id, role, tasks_from, overrides, needles):
+    run = run_role(tmp_path, role, overrides, tasks_from=tasks_from)
+    assert run.refused_before_change(*needles), run
