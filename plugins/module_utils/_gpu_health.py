@@ -429,7 +429,7 @@ def query_state(nvidia_smi, timeout, run=run_bounded, fields=STATE_FIELDS, max_r
     fields = list(fields)
     unsupported = []
     res = None
-    for _ in range(max_retries + 1):
+    for _attempt in range(max_retries + 1):
         res = run(state_query_argv(nvidia_smi, fields), timeout)
         text = "%s\n%s" % (res.stdout, res.stderr)
         bad = re.search(r'Field "([^"]+)" is not a valid field to query', text)

@@ -41,13 +41,13 @@ def main(argv):
             ax.axis("off")
             rows = [series["metric"] for t in panel["targets"] for series in t["result"]]
             text = "\n\n".join("\n".join("%s: %s" % (k, v) for k, v in sorted(m.items()) if k != "__name__")
-                                for m in rows)
+                                 for m in rows)
             ax.text(0.0, 1.0, text or "(no series)", fontsize=6.5, va="top", family="monospace", transform=ax.transAxes)
             continue
         for target in panel["targets"]:
             for series in target["result"]:
-                xs = [(float(t) - end) / 60.0 for t, _ in series["values"]]
-                ys = [float(v) for _, v in series["values"]]
+                xs = [(float(t) - end) / 60.0 for t, _v in series["values"]]
+                ys = [float(v) for _t, v in series["values"]]
                 ax.plot(xs, ys, linewidth=1.2, label=legend(target["legend"], series["metric"])[:40])
         if ax.lines:
             ax.legend(fontsize=6, loc="upper left")

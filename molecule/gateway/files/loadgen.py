@@ -60,7 +60,7 @@ def main():
                     state["failed"] += 1
                     errors[err] += 1
 
-    threads = [threading.Thread(target=worker) for _ in range(opts.concurrency)]
+    threads = [threading.Thread(target=worker) for _i in range(opts.concurrency)]
     for thread in threads:
         thread.start()
     for thread in threads:

@@ -46,7 +46,7 @@ def test_every_target_is_up(host):
     while True:
         active = _get(host, "/api/v1/targets")["data"]["activeTargets"]
         jobs = {(t["labels"]["job"], t["health"]) for t in active}
-        if all(t["health"] == "up" for t in active) and {j for j, _ in jobs} >= {"node", "sglang", "sglang_readiness"}:
+        if all(t["health"] == "up" for t in active) and {j for j, _job in jobs} >= {"node", "sglang", "sglang_readiness"}:
             break
         assert time.time() < deadline, [(t["labels"]["job"], t["health"], t.get("lastError")) for t in active]
         time.sleep(3)

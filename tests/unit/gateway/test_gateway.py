@@ -240,13 +240,13 @@ def test_real_smg_drain_and_undrain(fleet):
     assert idle["idle"] and idle["source"] == "/get_load"
     assert results and results[0][0] == 200
     # while out, every request through the gateway goes to w1
-    served = set(_complete(client.base_url)[1]["served_by"] for _ in range(6))
+    served = set(_complete(client.base_url)[1]["served_by"] for _i in range(6))
     assert served == {"w1"}
     assert _gateway.remove_worker(client, w0)["changed"] is False          # idempotent
     added = _gateway.add_worker(client, w0, timeout=60, poll=0.5, worker_api_key=KEY)
     assert added["changed"] and _gateway.is_routable(_gateway.find_worker(client.workers(), w0))
     assert _gateway.add_worker(client, w0, timeout=60)["changed"] is False
-    served = set(_complete(client.base_url)[1]["served_by"] for _ in range(6))
+    served = set(_complete(client.base_url)[1]["served_by"] for _i in range(6))
     assert served == {"w0", "w1"}
 
 

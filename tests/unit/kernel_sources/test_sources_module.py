@@ -56,6 +56,8 @@ fetchcontent_declare(Repo-Beta GIT_REPOSITORY https://github.com/example/beta GI
 include(${CMAKE_CURRENT_LIST_DIR}/cmake/gamma.cmake)
 """ % SHA_A
 
+GAMMA = "FetchContent_Declare(repo-gamma GIT_REPOSITORY https://github.com/example/gamma GIT_TAG main)\n"
+
 URL_STYLE = """cmake_minimum_required(VERSION 3.26)
 include(FetchContent)
 set(GITHUB_ARTIFACTORY "github.com" CACHE STRING "GitHub mirror URL")
@@ -74,8 +76,7 @@ FetchContent_Declare(
 
 
 def test_git_style_names_variables_refs_and_included_files(tmp_path):
-    k = _kernel(tmp_path, GIT_STYLE, {"cmake/gamma.cmake": "FetchContent_Declare(repo-gamma GIT_REPOSITORY "
-                                                            "https://github.com/example/gamma GIT_TAG main)\n",
+    k = _kernel(tmp_path, GIT_STYLE, {"cmake/gamma.cmake": GAMMA,
                                       "cmake/unused.cmake": "FetchContent_Declare(repo-unused URL https://x/y.tgz)\n"})
     r = S.kernel_sources(k)
     assert _names(r) == ["repo-alpha", "Repo-Beta", "repo-gamma", "repo-unused"]
@@ -160,8 +161,7 @@ def test_subproject_declarations_follow_the_parent_options_and_the_cache(tmp_pat
 
 
 def test_cache_directories_source_info_placeholders_and_mismatches(tmp_path):
-    k = _kernel(tmp_path, GIT_STYLE, {"cmake/gamma.cmake": "FetchContent_Declare(repo-gamma GIT_REPOSITORY "
-                                                            "https://github.com/example/gamma GIT_TAG main)\n"})
+    k = _kernel(tmp_path, GIT_STYLE, {"cmake/gamma.cmake": GAMMA})
     cache = tmp_path / "cache"
     (cache / "repo-alpha").mkdir(parents=True)
     (cache / "repo-alpha" / S.SOURCE_INFO).write_text(json.dumps({"repository": "x", "ref": SHA_B}))

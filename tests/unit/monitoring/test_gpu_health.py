@@ -26,7 +26,7 @@ def smi(scenario):
 
 
 def verdict(log=None, scenario=None, expected=None, since=None, timeout=10):
-    result, _ = gh.collect(smi(scenario) if scenario else None, kernel_log_source="file" if log else "none",
+    result, _log = gh.collect(smi(scenario) if scenario else None, kernel_log_source="file" if log else "none",
                            kernel_log_path=klog(log) if log else None, since=since, expected_gpu_count=expected,
                            timeout=timeout)
     return result
@@ -209,7 +209,7 @@ def test_rminit_bios_remedy():
 
 
 def test_unreadable_kernel_log_is_reported():
-    result, _ = gh.collect(None, kernel_log_source="file", kernel_log_path="/nonexistent/kern.log")
+    result, _log = gh.collect(None, kernel_log_source="file", kernel_log_path="/nonexistent/kern.log")
     assert kinds(result) == ["kernel_log_unreadable"]
     assert result["status"] == "healthy"
 
@@ -228,7 +228,7 @@ def test_recorded_layout_is_understood(tmp_path):
     values = json.load(open(os.path.join(GH, "smi_healthy_pro6000_x2", "gpus.json")))
     (scen / "query.csv").write_text("".join(", ".join(str(g[f]) for f in fields) + "\n" for g in values))
     os.symlink(os.path.join(GH, "fake_nvidia_smi.py"), str(scen / "nvidia-smi"))
-    result, _ = gh.collect(str(scen / "nvidia-smi"), kernel_log_source="none", expected_gpu_count=2)
+    result, _log = gh.collect(str(scen / "nvidia-smi"), kernel_log_source="none", expected_gpu_count=2)
     assert result["status"] == "healthy" and result["gpu_count"] == 2
 
 
@@ -251,7 +251,7 @@ def test_h200_recorded_healthy_verdict(tmp_path):
     for name in ("fields.txt", "query.csv", "kernel.log"):
         shutil.copy(os.path.join(RECORDED_H200, name), str(tmp_path))
     os.symlink(os.path.join(GH, "fake_nvidia_smi.py"), str(tmp_path / "nvidia-smi"))
-    result, _ = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="file",
+    result, _log = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="file",
                            kernel_log_path=str(tmp_path / "kernel.log"),
                            expected_gpu_count=recorded["expected_gpu_count"])
     assert result["status"] == recorded["status"] == "healthy", result["summary"]
@@ -296,7 +296,7 @@ def test_fake_nvidia_smi_keeps_the_policy(tmp_path):
     shutil.copy(os.path.join(GH, "smi_healthy_pro6000_x2", "gpus.json"), str(tmp_path))
     os.symlink(os.path.join(GH, "fake_nvidia_smi.py"), str(tmp_path / "nvidia-smi"))
     subprocess.run([str(tmp_path / "nvidia-smi"), "-i", "1", "-pl", "450"], check=True, capture_output=True, timeout=30)
-    result, _ = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="none")
+    result, _log = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="none")
     assert [g["state"]["power_limit_w"] for g in result["gpus"]] == [600.0, 450.0]
 
 

@@ -122,7 +122,7 @@ def test_rollout_stop_mode_stops_every_host(tmp_path):
 
 
 def test_health_sweep_prints_the_table(tmp_path):
-    proc, _ = _run(tmp_path, "health.yml")
+    proc, _out = _run(tmp_path, "health.yml")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out                   # an unhealthy host fails the sweep at the end
     lines = [line.strip().strip('",') for line in out.splitlines()]

@@ -151,13 +151,13 @@ def _scrape_fake():
                              "--step-ms", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = "http://127.0.0.1:%d" % port
-        for _ in range(50):
+        for _i in range(50):
             try:
                 urllib.request.urlopen(base + "/health", timeout=2).read()
                 break
             except OSError:
                 time.sleep(0.1)
-        for _ in range(3):
+        for _i in range(3):
             req = urllib.request.Request(base + "/generate", data=json.dumps(
                 {"text": "a b c d", "sampling_params": {"max_new_tokens": 8}}).encode(), method="POST")
             urllib.request.urlopen(req, timeout=10).read()
@@ -264,7 +264,7 @@ def _query_metrics(expr):
 def test_every_dashboard_query_uses_exported_metrics(tmp_path):
     with open(os.path.join(ROOT, "roles", "sglang_prometheus", "files", "blackwell-sglang-dashboard.json")) as handle:
         dash = json.load(handle)
-    _, _, facts, gpu = _textfile_outputs(tmp_path)
+    _node, _smi, facts, gpu = _textfile_outputs(tmp_path)
     exported = _exposition_names(_scrape_fake()) | _exposition_names(facts) | _exposition_names(gpu)
     exported |= {"up", "probe_success"}                     # Prometheus' own, the blackbox exporter's
     titles = set()
