@@ -62,12 +62,10 @@ def _flatten(value):
     if isinstance(value, dict):
         for key, item in value.items():
             yield key
-            for sub in _flatten(item):
-                yield sub
+            yield from _flatten(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            for sub in _flatten(item):
-                yield sub
+            yield from _flatten(item)
     elif value is not None:
         yield value
 

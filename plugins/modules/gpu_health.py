@@ -100,7 +100,7 @@ status:
   returned: always
   type: str
 healthy:
-  description: True when O(status) is C(healthy).
+  description: True when RV(status) is C(healthy).
   returned: always
   type: bool
 reboot_required:

@@ -53,10 +53,14 @@ options:
     default: job
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
+    description: Target OS/families that can be operated against.
+    support: full
     platforms: posix
 """
 
@@ -106,7 +110,16 @@ from ansible.module_utils.basic import AnsibleModule
 
 
 def main():
-    module = AnsibleModule(argument_spec={}, supports_check_mode=False)
+    module = AnsibleModule(argument_spec=dict(
+        jid=dict(type="str", required=True),
+        log=dict(type="path"),
+        timeout=dict(type="float", required=True),
+        poll_interval=dict(type="float", default=10),
+        progress_interval=dict(type="float", default=60),
+        progress_regex=dict(type="str", default=r".*\[[0-9]+/[0-9]+\]"),
+        tail_lines=dict(type="int", default=60),
+        label=dict(type="str", default="job"),
+    ), supports_check_mode=False)
     module.fail_json(msg="blackwell.sglang.job_wait is an action plugin; it cannot run as a module")
 
 

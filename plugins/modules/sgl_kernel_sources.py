@@ -96,7 +96,7 @@ dependencies:
       C(conditional) (declared under a condition that could not be evaluated), C(used) (C(false) when declared in a
       file or branch the configure never runs, e.g. an extension behind the C(sm120_only) patch's OFF option; such
       a source is never required), C(writes_into) (C(null),
-      C(configure) or C(build): the build writes into this tree, so it needs a writable copy).
+      C(configure) or C(build), meaning the build writes into this tree, so it needs a writable copy).
     - With O(cache) also C(present), C(placeholder), C(ref_matches) (C(false) when the cache records another
       revision, C(null) when it records none), C(cache_path), C(cache_kind) (C(dir) or C(tarball)), C(cache_top).
   returned: always

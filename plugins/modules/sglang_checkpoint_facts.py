@@ -38,7 +38,7 @@ description:
   - With O(speculative) naming a draft model, reads the draft checkpoint and returns
     RV(speculative_draft_model_quantization) (C(unquant) for a BF16 draft, which would otherwise inherit the
     target's C(--quantization)) (N05).
-  - A model path that does not start with C(/) is a Hub id: nothing is inspected, only the O(env) checks run.
+  - A model path that does not start with C(/) is a Hub id; nothing is inspected, only the O(env) checks run.
   - The logic lives in C(plugins/module_utils/_checkpoint.py).
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)

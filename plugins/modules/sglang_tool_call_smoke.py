@@ -110,7 +110,7 @@ def main():
             model=dict(type="str", required=True),
             api_key=dict(type="str", default="", no_log=True),
             timeout=dict(type="int", default=300),
-            max_tokens=dict(type="int", default=512),
+            max_tokens=dict(type="int", default=512, no_log=False),
         ),
         supports_check_mode=False,
     )

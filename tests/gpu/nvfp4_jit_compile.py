@@ -89,7 +89,7 @@ def main(root, result_path):
                              "nvfp4.py's builder functions run from its syntax tree; its custom-op registration "
                              "(sglang.srt.utils.common) is not imported"], "modules": {}}
     for b, p in procs.items():
-        out, _ = p.communicate()
+        out, _err = p.communicate()
         last = [ln for ln in out.splitlines() if ln.startswith("{")]
         entry = json.loads(last[-1]) if last else {"ok": False, "error": out[-3000:]}
         results["modules"][b] = entry

@@ -1,4 +1,4 @@
-#!/bin/bash
+#!/usr/bin/env bash
 # Record gpu_health's verdict on a real GPU machine (the H200 device: no Ansible, Python 3.12, no network).
 #
 #   bash tests/gpu/record_gpu_health.sh            # from the repository root; results under $OUT (default ./out)
@@ -9,7 +9,7 @@
 # (tests/unit/monitoring/test_gpu_health.py::test_h200_recorded_healthy_verdict then replays it through
 # fake_nvidia_smi.py and expects the same healthy verdict).
 set -u
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-$PWD/out}
 dest=$OUT/gpu_health/h200_recorded
 mkdir -p "$dest"

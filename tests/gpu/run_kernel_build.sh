@@ -19,7 +19,7 @@ start() {
   rm -rf "$W"; mkdir -p "$W/site" "$W/cache" "$W/numa" "$W/src"
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$repo"/.whl/*.whl || exit 1
   for d in "$repo"/.gpu-src/*.deb; do dpkg -x "$d" "$W/numa"; done
-  ls -la "$W/numa/usr/lib/x86_64-linux-gnu/" | grep numa
+  ls -la "$W"/numa/usr/lib/x86_64-linux-gnu/*numa*
   # the source cache: the bundle's tarballs + placeholders for the two trees the bundle lacks (docs/sgl-kernel.md)
   ln -s "$repo"/.gpu-src/*.tar.gz "$repo"/.gpu-src/manifest.json "$W/cache/"
   mkdir -p "$W/cache/repo-triton" "$W/cache/repo-flash-attention"
@@ -81,7 +81,7 @@ finish() {
   export LD_LIBRARY_PATH=$W/numa/usr/lib/x86_64-linux-gnu
   site=$("$W/venv/bin/python" -c 'import sgl_kernel, os; print(os.path.dirname(os.path.dirname(sgl_kernel.__file__)))')
   { for so in $(find "$site/sgl_kernel" "$site/deep_gemm" -name '*.so' 2>/dev/null | sort); do
-      echo "## ${so#$site/}"; cuobjdump --list-elf "$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
+      echo "## ${so#"$site"/}"; cuobjdump --list-elf "$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
   echo "== cubins by arch:"; grep -oE 'sm_[0-9]+[a-z]?' "$out/cuobjdump-list-elf.txt" | sort | uniq -c
   # the role's own probe (roles/sgl_kernel_sm120/files/sgl_kernel_probe.py): import + FA3 fallback
   "$W/venv/bin/python" "$repo/roles/sgl_kernel_sm120/files/sgl_kernel_probe.py" 2>&1 | tee "$out/sgl-kernel-probe.json"

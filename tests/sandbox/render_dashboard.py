@@ -40,8 +40,8 @@ def main(argv):
             # an info metric (the dashboard's table panel): its labels, as the table shows them
             ax.axis("off")
             rows = [series["metric"] for t in panel["targets"] for series in t["result"]]
-            text = "\n\n".join("\n".join("%s: %s" % (k, v) for k, v in sorted(m.items()) if k != "__name__")
-                                 for m in rows)
+            blocks = ["\n".join("%s: %s" % (k, v) for k, v in sorted(m.items()) if k != "__name__") for m in rows]
+            text = "\n\n".join(blocks)
             ax.text(0.0, 1.0, text or "(no series)", fontsize=6.5, va="top", family="monospace", transform=ax.transAxes)
             continue
         for target in panel["targets"]:

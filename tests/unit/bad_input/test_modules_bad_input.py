@@ -203,7 +203,7 @@ def test_readiness_module_keeps_health_answers_and_masks_the_key(tmp_path):
     stop = threading.Event()
 
     def serve():                         # bounded: at most 100 requests, and stops with the test
-        for _ in range(100):
+        for _i in range(100):
             if stop.is_set():
                 return
             server.handle_request()

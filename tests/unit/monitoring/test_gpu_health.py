@@ -27,8 +27,8 @@ def smi(scenario):
 
 def verdict(log=None, scenario=None, expected=None, since=None, timeout=10):
     result, _log = gh.collect(smi(scenario) if scenario else None, kernel_log_source="file" if log else "none",
-                           kernel_log_path=klog(log) if log else None, since=since, expected_gpu_count=expected,
-                           timeout=timeout)
+                              kernel_log_path=klog(log) if log else None, since=since, expected_gpu_count=expected,
+                              timeout=timeout)
     return result
 
 
@@ -252,8 +252,8 @@ def test_h200_recorded_healthy_verdict(tmp_path):
         shutil.copy(os.path.join(RECORDED_H200, name), str(tmp_path))
     os.symlink(os.path.join(GH, "fake_nvidia_smi.py"), str(tmp_path / "nvidia-smi"))
     result, _log = gh.collect(str(tmp_path / "nvidia-smi"), kernel_log_source="file",
-                           kernel_log_path=str(tmp_path / "kernel.log"),
-                           expected_gpu_count=recorded["expected_gpu_count"])
+                              kernel_log_path=str(tmp_path / "kernel.log"),
+                              expected_gpu_count=recorded["expected_gpu_count"])
     assert result["status"] == recorded["status"] == "healthy", result["summary"]
     assert [g["name"] for g in result["gpus"]] == [g["name"] for g in recorded["gpus"]]
     assert [g["state"] for g in result["gpus"]] == [g["state"] for g in recorded["gpus"]]
