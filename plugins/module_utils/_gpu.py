@@ -26,7 +26,10 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
+try:
+    from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
+except ImportError:  # copied beside _journal.py outside the collection (sglang_monitoring's GPU metrics collector)
+    from . import _journal  # pylint: disable=import-self
 
 # (query field, result key, converter name). Order matters: it is the CSV column order.
 QUERY_FIELDS = (

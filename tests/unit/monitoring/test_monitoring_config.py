@@ -180,7 +180,7 @@ def _textfile_outputs(tmp_path):
     lib = tmp_path / "lib" / "blackwell_gpu"
     lib.mkdir(parents=True)
     (lib / "__init__.py").write_text("")
-    for name in ("_gpu.py", "_gpu_health.py"):
+    for name in ("_gpu.py", "_gpu_health.py", "_journal.py"):
         shutil.copy(os.path.join(ROOT, "plugins", "module_utils", name), str(lib))
     first = subprocess.run([sys.executable, WRITER, "facts", "--current", str(cur), "--out", str(out)],
                            capture_output=True, text=True, timeout=60, check=True)
