@@ -33,9 +33,10 @@ import time
 
 try:
     from urllib import error as urlerror
-    from urllib import request as urlrequest
 except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
-    urlerror = urlrequest = None
+    urlerror = None
+
+from ansible.module_utils.urls import open_url
 
 
 class GatewayError(ValueError):
@@ -268,10 +269,14 @@ class Client:
             headers["Content-Type"] = "application/json"
         if self.api_key:
             headers["Authorization"] = "Bearer " + self.api_key
-        req = urlrequest.Request(self.base_url + path, data=data, headers=headers, method=method)
         try:
-            with urlrequest.urlopen(req, timeout=self.timeout) as resp:   # nosec: operator-given URL
-                status, raw = resp.status, resp.read()
+            # ansible's open_url (proxies, TLS settings); it raises urllib's HTTPError/URLError like urlopen
+            resp = open_url(self.base_url + path, data=data, headers=headers, method=method, timeout=self.timeout,
+                            follow_redirects="none")
+            try:
+                status, raw = resp.getcode(), resp.read()
+            finally:
+                resp.close()
         except urlerror.HTTPError as exc:
             status, raw = exc.code, exc.read()
         except (urlerror.URLError, OSError) as exc:
