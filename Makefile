@@ -86,7 +86,9 @@ image: host ## Build the sandbox image localhost/blackwell-sandbox:bookworm (ski
 	bash tests/sandbox/build-image.sh
 
 mirror: venv ## Build the local SGLang git mirror .cache/mirror/sglang.git (skipped when up to date)
-	bash tests/sandbox/build_sglang_mirror.sh
+	@# CI always has ../shared/upstream: there a missing bundle is an error, not a skip (a user's clone skips)
+	SGLANG_MIRROR_REQUIRE_UPSTREAM=$${SGLANG_MIRROR_REQUIRE_UPSTREAM:-$$([[ "$${CI:-}" == true ]] && echo 1 || echo 0)} \
+	  bash tests/sandbox/build_sglang_mirror.sh
 
 lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint
 	@echo "== yamllint"
