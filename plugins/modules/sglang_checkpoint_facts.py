@@ -32,8 +32,9 @@ description:
   - With O(context_length), checks it against the native window or the static-YaRN-extended one, refuses
     C(SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN) in O(env) without YaRN and warns when the tokenizer caps the
     context (N09).
-  - With O(python) (the release venv), fails C(model_type_unsupported) when the installed transformers (or SGLang's
-    model registry) does not know the checkpoint's C(model_type) / architectures (N07), and for a Hub id with
+  - With O(python) (the release venv), fails C(model_type_unsupported) when the installed transformers does not know
+    the checkpoint's C(model_type) (N07), and warns when SGLang's model registry lacks its architectures (the registry
+    leaves out models whose module fails to import, so absence is no proof); for a Hub id with
     C(HF_HUB_ENABLE_HF_TRANSFER) in O(env) fails C(hf_transfer_missing) when C(hf_transfer) does not import (N13).
   - With O(speculative) naming a draft model, reads the draft checkpoint and returns
     RV(speculative_draft_model_quantization) (C(unquant) for a BF16 draft, which would otherwise inherit the
@@ -266,6 +267,8 @@ def check_model_type(module, params, facts, result):
         module.fail_json(msg=verdict["message"], cause=verdict["cause"], model_support=verdict, **result)
     if verdict["status"] == "skip":
         module.warn("model type not checked: %s" % verdict["message"])
+    if verdict["status"] == "warn":
+        module.warn("model support: %s" % verdict["message"])
     return verdict
 
 

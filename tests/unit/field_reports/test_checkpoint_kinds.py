@@ -237,7 +237,11 @@ def test_n07_sglang_registry_lacks_the_architecture(tmp_path):
     result = run_module("sglang_checkpoint_facts", {"model_path": checkpoint(tmp_path, QWEN35),
                                                     "compute_capability": "12.0",
                                                     "python": fake_python(tmp_path, probe)}, tmp_path)
-    assert result.get("failed") and "SGLang 0.5.9's model registry" in result["msg"]
+    # SGLang's registry leaves out every model whose module fails to import (the sandbox's real 0307 tree on CPU
+    # torch lost Qwen3MoeForCausalLM that way): a warning naming the registry, not a failure
+    assert not result.get("failed"), result.get("msg")
+    assert result["model_support"]["status"] == "warn"
+    assert any("SGLang 0.5.9's model registry" in w for w in result.get("warnings", [])), result.get("warnings")
 
 
 def test_n07_known_model_type_passes(tmp_path):
