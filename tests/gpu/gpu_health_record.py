@@ -34,7 +34,7 @@ def load():
     pkg = os.path.join(pkg_root, "blackwell_gpu")
     os.mkdir(pkg)
     open(os.path.join(pkg, "__init__.py"), "w").close()
-    for name in ("_gpu.py", "_gpu_health.py"):
+    for name in ("_journal.py", "_gpu.py", "_gpu_health.py"):
         shutil.copy(os.path.join(ROOT, "plugins", "module_utils", name), pkg)
     sys.path.insert(0, pkg_root)
     from blackwell_gpu import _gpu_health  # pylint: disable=import-outside-toplevel
