@@ -39,6 +39,8 @@ export MOLECULE_JOBS
 MOLECULE_TIMEOUT   ?= 3600
 MOLECULE_ARGS      ?=
 PYTEST_ARGS        ?=
+# pytest-xdist workers for make unit (auto = one per core; 0 = no workers, one process as before)
+PYTEST_JOBS        ?= auto
 INVENTORY          ?= inventories/sandbox
 SANITY_ARGS        ?=
 SANITY_DIR         := $(CACHE)/ansible_collections/blackwell/sglang
@@ -121,8 +123,8 @@ sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blac
 	cd $(SANITY_DIR) && PATH=$(SANITY_VENV)/bin:$$PATH timeout 2400 $(SANITY_VENV)/bin/ansible-test sanity \
 	  --local --requirements --python 3.11 --color no $(SANITY_ARGS)
 
-unit: venv ## pytest tests/unit (no tests collected = failure)
-	@rc=0; $(BIN)/pytest tests/unit $(PYTEST_ARGS) || rc=$$?; \
+unit: venv ## pytest tests/unit on PYTEST_JOBS workers (pytest-xdist; no tests collected = failure)
+	@rc=0; $(BIN)/pytest tests/unit -n $(PYTEST_JOBS) $(PYTEST_ARGS) || rc=$$?; \
 	if [[ $$rc -eq 5 ]]; then echo "pytest collected no tests (exit 5): that is a failure here" >&2; fi; \
 	exit $$rc
 

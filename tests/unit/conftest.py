@@ -13,3 +13,28 @@ if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+
+# The bad-input suite (tests/unit/bad_input, issue 17) ends with a plain closing line ``N passed, N failed``.
+_COUNTS = {"passed": 0, "failed": 0}
+_SEEN = set()
+
+
+def pytest_runtest_logreport(report):
+    if "bad_input/" not in report.nodeid.replace(os.sep, "/"):
+        return
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        if report.nodeid in _SEEN:
+            return
+        _SEEN.add(report.nodeid)
+        if report.outcome == "passed":
+            _COUNTS["passed"] += 1
+        elif report.outcome == "failed":
+            _COUNTS["failed"] += 1
+
+
+def pytest_unconfigure(config):
+    # under pytest-xdist the workers see only their share; the controller (no workerinput) sees every report
+    if _SEEN and not hasattr(config, "workerinput"):
+        sys.stdout.write("\nbad-input suite (tests/unit/bad_input):\n%d passed, %d failed\n"
+                         % (_COUNTS["passed"], _COUNTS["failed"]))
+        sys.stdout.flush()
