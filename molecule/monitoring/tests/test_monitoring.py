@@ -50,6 +50,11 @@ def test_every_target_is_up(host):
             break
         assert time.time() < deadline, [(t["labels"]["job"], t["health"], t.get("lastError")) for t in active]
         time.sleep(3)
+    # our configuration owns the job list: one node target per exporter, with the host label (Debian's example
+    # prometheus.yml, never run, would add localhost:9100 without it)
+    node = [(t["labels"]["instance"], t["labels"].get("host")) for t in active if t["labels"]["job"] == "node"]
+    assert node == [("127.0.0.1:9100", "bw-monitoring-1")], node
+    assert all("host" in t["labels"] for t in active if t["labels"]["job"] != "prometheus"), active
     assert _wait(host, 'probe_success{job="sglang_readiness"}', lambda r: r and r[0]["value"][1] == "1")
 
 

@@ -41,6 +41,9 @@ def _double(task, log_dir):
     elif role == "sglang_service":
         out["ansible.builtin.shell"] = "echo '%s' >> %s/{{ inventory_hostname }}.log" % (entry, log_dir)
         out["changed_when"] = False
+    elif role == "sglang_gateway":                    # tests/unit/monitoring/test_health_takes_out.py: the real one
+        out["ansible.builtin.shell"] = "echo '%s' >> %s/{{ inventory_hostname }}.gateway" % (entry, log_dir)
+        out["changed_when"] = False
     else:
         out["ansible.builtin.debug"] = {"msg": "stand-in for %s/%s" % (role, entry)}
     return out
@@ -95,6 +98,9 @@ def _run(tmp_path, playbook, extra=None):
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
     service = {h: (log_dir / ("%s.log" % h)).read_text().split() if (log_dir / ("%s.log" % h)).exists() else []
                for h in hosts}
+    for host in hosts:                                # the gateway entry points each host reached, in order
+        gateway = log_dir / ("%s.gateway" % host)
+        service["gateway:" + host] = gateway.read_text().split() if gateway.exists() else []
     return proc, service
 
 
@@ -108,6 +114,9 @@ def test_rollout_skips_the_host_with_xid_79_and_rolls_out_the_other(tmp_path):
     # gpu-sick never reached a later step; gpu-ok went through the whole rollout
     assert service["gpu-sick"] == [], service
     assert service["gpu-ok"] == ["multinode", "check", "main"], (service, out)
+    # the skipped host is taken out of the gateways (and never put back); gpu-ok is drained and undrained by play 3
+    assert service["gateway:gpu-sick"] == ["drain"], service
+    assert service["gateway:gpu-ok"] == ["drain", "undrain"], service
     recap = out[out.index("PLAY RECAP"):]
     assert "gpu-ok" in recap and "failed=0" in [line for line in recap.splitlines() if "gpu-ok" in line][0].replace(" ", "")
 
@@ -118,11 +127,11 @@ def test_rollout_stop_mode_stops_every_host(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0
     assert "GPU health gate: stopping before any change; gpu-sick is not healthy" in out, out
-    assert service == {"gpu-sick": [], "gpu-ok": []}
+    assert service == {"gpu-sick": [], "gpu-ok": [], "gateway:gpu-sick": ["drain"], "gateway:gpu-ok": []}
 
 
 def test_health_sweep_prints_the_table(tmp_path):
-    proc, _out = _run(tmp_path, "health.yml")
+    proc, service = _run(tmp_path, "health.yml")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0, out                   # an unhealthy host fails the sweep at the end
     lines = [line.strip().strip('",') for line in out.splitlines()]
@@ -131,3 +140,4 @@ def test_health_sweep_prints_the_table(tmp_path):
     ok = [line for line in lines if line.startswith("gpu-ok ")]
     assert ok and ok[0].split()[:4] == ["gpu-ok", "healthy", "2/2", "-"], out
     assert "unhealthy: gpu-sick" in out
+    assert service["gateway:gpu-sick"] == ["drain"] and service["gateway:gpu-ok"] == [], service
