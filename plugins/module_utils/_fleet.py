@@ -89,6 +89,8 @@ def _fields(manifest):
     fields = {}
     for label, path in FLEET_FIELDS:
         fields[label] = _get(manifest, path)
+    for label in ("model revision", "model manifest digest"):
+        fields[label] = fields[label] or None       # "" (no model known) = no model section (older manifests)
     if fields["unit sha256"] is None:                # manifests written before fleet_sha256 existed
         fields["unit sha256"] = _get(manifest, ("unit", "sha256"))
     packages = manifest.get("packages") or {}
