@@ -9,7 +9,8 @@ recommendation. Two kinds of drift are reported:
 - *fleet drift*: a host whose value for a compared field differs from the value most hosts in the same scope have
   (the majority is the reference; a tie is broken by the sorted value so the report is deterministic);
 - *host drift*: a host whose live state (distributions, torch, unit file hash read now) differs from its own manifest,
-  e.g. somebody ran ``pip install`` in the release venv or edited the unit by hand.
+  e.g. somebody ran ``pip install`` in the release venv or edited the unit by hand;
+- *pin drift*: a host whose recorded model revision is not the commit its inventory pins (``sglang_model_revision``).
 
 Pure Python; no Ansible imports, so the same code runs in the ``manifest_drift`` filter and in unit tests.
 """
@@ -32,7 +33,12 @@ FLEET_FIELDS = (
     ("unit sha256", ("unit", "fleet_sha256")),      # per-node flags masked; see unit_fleet_sha256()
     ("fp4 gemm backend", ("probe", "recommended", "fp4_gemm_backend")),
     ("moe runner backend", ("probe", "recommended", "moe_runner_backend")),
+    # the checkpoint sglang_model verified (docs/model.md): same commit, same files (sha256 of the manifest)
+    ("model revision", ("model", "revision")),
+    ("model manifest digest", ("model", "manifest_digest")),
 )
+
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 # Distributions whose versions must match across the fleet (others may differ without it being drift).
 KEY_DISTRIBUTIONS = ("torch", "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
@@ -83,6 +89,8 @@ def _fields(manifest):
     fields = {}
     for label, path in FLEET_FIELDS:
         fields[label] = _get(manifest, path)
+    for label in ("model revision", "model manifest digest"):
+        fields[label] = fields[label] or None       # "" (no model known) = no model section (older manifests)
     if fields["unit sha256"] is None:                # manifests written before fleet_sha256 existed
         fields["unit sha256"] = _get(manifest, ("unit", "sha256"))
     packages = manifest.get("packages") or {}
@@ -142,23 +150,46 @@ def host_drift(host, manifest, live):
     return out
 
 
-def drift_report(manifests, live=None):
-    """Both kinds of drift plus a Markdown-ish text summary.
+def pin_drift(host, manifest, pin):
+    """Compare one host's recorded model revision with the commit its inventory pins.
+
+    :param manifest: the manifest dict (may be empty: nothing to compare, the fleet drift reports it).
+    :param pin: ``{"model_revision": str}`` from the inventory; only a 40-hex commit is compared (a branch pinned
+        with ``sglang_model_allow_branch`` is resolved on the host, empty means no model is pinned).
+    :returns: list of ``{"host", "field": "model revision", "value" (manifest), "expected" (pin)}``.
+    """
+    want = str((pin or {}).get("model_revision") or "").strip().lower()
+    if not manifest or not _COMMIT.match(want):
+        return []
+    have = _get(manifest, ("model", "revision"))
+    if have == want:
+        return []
+    return [{"host": host, "field": "model revision", "value": have, "expected": want}]
+
+
+def drift_report(manifests, live=None, pins=None):
+    """The three kinds of drift plus a Markdown-ish text summary.
 
     :param manifests: ``{host: manifest}``.
     :param live: optional ``{host: live state}`` (see :func:`host_drift`).
-    :returns: ``{"fleet": [...], "hosts": [...], "drift": bool, "summary": [str, ...]}``.
+    :param pins: optional ``{host: {"model_revision": str}}`` from the inventory (see :func:`pin_drift`).
+    :returns: ``{"fleet": [...], "hosts": [...], "pins": [...], "drift": bool, "summary": [str, ...]}``.
     """
     fleet = fleet_drift(manifests)
     hosts = []
     for host in sorted((live or {})):
         hosts.extend(host_drift(host, manifests.get(host) or {}, live[host]))
+    pinned = []
+    for host in sorted((pins or {})):
+        pinned.extend(pin_drift(host, manifests.get(host) or {}, pins[host]))
     summary = []
     for d in fleet:
         summary.append("fleet drift on %s: %s = %r, %d host(s) have %r" % (
             d["host"], d["field"], d["value"], d["hosts_with_expected"], d["expected"]))
     for d in hosts:
         summary.append("host drift on %s: %s is %r now, manifest says %r" % (d["host"], d["field"], d["value"], d["expected"]))
+    for d in pinned:
+        summary.append("pin drift on %s: %s = %r, the inventory pins %r" % (d["host"], d["field"], d["value"], d["expected"]))
     if not summary:
         summary.append("no drift across %d host(s)" % len(manifests))
-    return {"fleet": fleet, "hosts": hosts, "drift": bool(fleet or hosts), "summary": summary}
+    return {"fleet": fleet, "hosts": hosts, "pins": pinned, "drift": bool(fleet or hosts or pinned), "summary": summary}

@@ -35,7 +35,16 @@ def test_facts_exported_for_the_service(host):
     manifest = read_json(host, TARGET + "/.sglang-model-manifest.json")
     files = {k: {"size": v["size"], "sha256": v["sha256"]} for k, v in manifest["files"].items()}
     digest = hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-    assert facts == {"path": TARGET, "revision": REV, "digest": digest, "env": {"HF_HUB_OFFLINE": "1"}}
+    result = {"path": TARGET, "source": "archive", "repository": "tiny.tar.gz", "revision": REV, "manifest_digest": digest}
+    assert facts == {"path": TARGET, "revision": REV, "digest": digest, "env": {"HF_HUB_OFFLINE": "1"}, "result": result}
+
+
+def test_release_manifest_records_the_verified_model(host):
+    # sglang_release's manifest tasks, given sglang_model_result as playbooks/site.yml passes it
+    facts = read_json(host, "/var/lib/blackwell-sglang/model/facts-archive.json")
+    recorded = read_json(host, "/opt/sglang/releases/model-wiring/manifest.json")["model"]
+    assert recorded == {"path": TARGET, "revision": REV, "source": "archive", "repository": "tiny.tar.gz",
+                        "manifest_digest": facts["digest"]}
 
 
 def test_stamps_are_private(host):

@@ -104,3 +104,33 @@ def test_audit_compares_the_fleet_hash_not_the_file_hash():
     # manifests from before fleet_sha256: the file hash is compared, as it was
     old = fleet_utils.fleet_drift({"h1": BASE, "h2": dict(BASE, unit={"path": "/u", "sha256": "9" * 64})})
     assert [d["field"] for d in old] == ["unit sha256"]
+
+
+MODEL = {"path": "/srv/models/qwen@" + "a" * 40, "revision": "a" * 40, "source": "hub", "repository": "acme/qwen",
+         "manifest_digest": "1" * 64}
+
+
+def test_a_host_with_other_model_files_is_fleet_drift():
+    manifests = {h: dict(copy.deepcopy(BASE), model=dict(MODEL)) for h in ("gpu-1", "gpu-2", "gpu-3")}
+    manifests["gpu-2"]["model"]["manifest_digest"] = "2" * 64
+    drift = fleet_drift(manifests)
+    assert [(d["host"], d["field"], d["value"], d["expected"]) for d in drift] == [
+        ("gpu-2", "model manifest digest", "2" * 64, "1" * 64)]
+
+
+def test_manifests_without_a_model_section_compare_equal():
+    assert fleet_drift({"gpu-1": BASE, "gpu-2": dict(BASE, model={"path": "", "revision": "", "source": None,
+                                                                  "repository": None, "manifest_digest": None})}) == []
+
+
+def test_pin_drift_compares_only_a_commit_pin():
+    manifest = dict(BASE, model=dict(MODEL))
+    assert fleet_utils.pin_drift("gpu-1", manifest, {"model_revision": "a" * 40}) == []
+    assert fleet_utils.pin_drift("gpu-1", manifest, {"model_revision": "b" * 40}) == [
+        {"host": "gpu-1", "field": "model revision", "value": "a" * 40, "expected": "b" * 40}]
+    assert fleet_utils.pin_drift("gpu-1", manifest, {"model_revision": "main"}) == []     # a branch: resolved on the host
+    assert fleet_utils.pin_drift("gpu-1", manifest, {"model_revision": ""}) == []         # no model pinned
+    assert fleet_utils.pin_drift("gpu-1", {}, {"model_revision": "b" * 40}) == []         # no manifest: fleet drift says so
+    report = drift_report({"gpu-1": manifest}, pins={"gpu-1": {"model_revision": "B" * 40}})
+    assert report["drift"] is True and report["pins"][0]["expected"] == "b" * 40
+    assert report["summary"] == ["pin drift on gpu-1: model revision = %r, the inventory pins %r" % ("a" * 40, "b" * 40)]
