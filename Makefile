@@ -99,6 +99,8 @@ lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint + the 
 	$(BIN)/yamllint --strict .
 	@echo "== ansible-lint"
 	$(BIN)/ansible-lint
+	@echo "== private-variable rule (tests/lint/private_vars.py: __<role>_<name>)"
+	$(BIN)/python tests/lint/private_vars.py
 	@$(MAKE) --no-print-directory package
 
 package: venv ## Build the tarball, check what it ships, install it into an empty path, syntax-check its playbooks by FQCN
