@@ -90,14 +90,14 @@ def _selected(listing, stage):
     return {playbook: [t for t in tasks if stage in t[2] or "always" in t[2]] for playbook, tasks in listing.items()}
 
 
-@pytest.fixture(scope="module")
-def listing():
+@pytest.fixture(scope="module", name="listing")
+def fixture_listing():
     """{playbook: [(role, name, tags)]} of every task (``--list-tasks`` without --tags)."""
     return _parse_listing(_ansible_playbook(SITE, ROLLOUT, "--list-tasks"))
 
 
-@pytest.fixture(scope="module")
-def selections(listing):
+@pytest.fixture(scope="module", name="selections")
+def fixture_selections(listing):
     """{stage: {playbook: [(role, name, tags)]}}."""
     return {stage: _selected(listing, stage) for stage in STAGES}
 
