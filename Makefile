@@ -46,7 +46,7 @@ SANITY_ARGS        ?=
 SANITY_DIR         := $(CACHE)/ansible_collections/blackwell/sglang
 SANITY_VENV        := $(CACHE)/sanity-venv
 
-.PHONY: help deps host venv image mirror lint sanity unit molecule test sandbox sandbox-up sandbox-down clean distclean
+.PHONY: help deps host venv image mirror lint package sanity unit molecule test sandbox sandbox-up sandbox-down clean distclean
 
 help: ## Show this help
 	@echo "blackwell.sglang make targets (run as root):"
@@ -63,7 +63,7 @@ host: ## Prepare this host for the podman sandbox (tests/sandbox/setup-host.sh, 
 
 venv: $(VENV)/.deps-stamp ## Create/refresh .venv (only when requirements-dev.txt changed)
 
-$(VENV)/.deps-stamp: requirements-dev.txt | host
+$(VENV)/.deps-stamp: requirements-dev.txt tests/requirements.yml | host
 	@echo "== venv $(VENV) ($$($(PYTHON) --version))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	timeout 1800 $(BIN)/pip install --progress-bar on -r requirements-dev.txt
@@ -81,7 +81,8 @@ $(VENV)/.deps-stamp: requirements-dev.txt | host
 	       timeout 2400 $(BIN)/pip install --progress-bar on "torch==$(TORCH_VERSION)"; \
 	     fi;; \
 	esac
-	@for c in containers.podman community.general ansible.posix; do \
+	@# the test-only collections (tests/requirements.yml) come with the pinned `ansible` package: check, never download
+	@for c in $$($(BIN)/python -c 'import yaml; print(*(c["name"] for c in yaml.safe_load(open("tests/requirements.yml"))["collections"]))'); do \
 	  $(BIN)/ansible-galaxy collection list "$$c" 2>/dev/null | grep -E "^$$c " \
 	    || { echo "collection $$c missing: the ansible package should bring it" >&2; exit 1; }; \
 	done
@@ -95,11 +96,18 @@ mirror: venv ## Build the local SGLang git mirror .cache/mirror/sglang.git (skip
 	SGLANG_MIRROR_REQUIRE_UPSTREAM=$${SGLANG_MIRROR_REQUIRE_UPSTREAM:-$$([[ "$${CI:-}" == true ]] && echo 1 || echo 0)} \
 	  bash tests/sandbox/build_sglang_mirror.sh
 
-lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint
+lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint + the private-variable rule + make package
 	@echo "== yamllint"
 	$(BIN)/yamllint --strict .
 	@echo "== ansible-lint"
 	$(BIN)/ansible-lint
+	@echo "== private-variable rule (tests/lint/private_vars.py: __<role>_<name>)"
+	$(BIN)/python tests/lint/private_vars.py
+	@$(MAKE) --no-print-directory package
+
+package: venv ## Build the tarball, check what it ships, install it into an empty path, syntax-check its playbooks by FQCN
+	@echo "== package (tests/package/check_package.py)"
+	timeout 300 $(BIN)/python tests/package/check_package.py
 
 sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blackwell/sglang (Python 3.11, own venv)
 	@# ansible-test --venv/--docker need ci-files.testing.ansible.com or a registry (unreachable here), so it runs

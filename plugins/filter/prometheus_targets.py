@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: prometheus_targets
 short_description: Prometheus scrape targets for inventory hosts, with each host's own port
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - For each host, the address is its C(sglang_prometheus_scrape_address), else its C(ansible_host), else its
     inventory name; the port is the host's variable O(port_var) (for example C(sglang_service_port)), else O(port).

@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: unit_fleet_sha256
 short_description: sha256 of a systemd unit's text with the per-node flags of a multi-node server masked
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - Calls C(module_utils/_fleet.unit_fleet_sha256). The values of C(--node-rank) and C(--dist-init-addr) are replaced
     by a placeholder before hashing, so the ranks of one multi-node server (same release, same unit otherwise) hash

@@ -9,7 +9,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: gpu_health
 short_description: GPU health verdict from NVRM Xid kernel-log lines and nvidia-smi state (read-only)
-version_added: 0.2.0
+version_added: "0.1.0"
 description:
   - "Reads the kernel log of the current boot (C(journalctl -k -b 0), else C(dmesg)) for C(NVRM: Xid) lines since a
     given time, in the driver's own format (see the notes), plus C(GPU has fallen off the bus) and

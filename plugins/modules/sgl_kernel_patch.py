@@ -83,10 +83,7 @@ notes:
   - The build-cost estimate models C(set), C(list(APPEND)), C(option), C(if) and the library targets of the CMake file
     on x86_64 with C(ENABLE_BELOW_SM90=OFF); C(file(GLOB)) patterns over fetched sources cannot be counted before
     configure and are listed in C(unresolved_globs).
-seealso:
-  - name: SGLang kernel build facts
-    description: docs/sgl-kernel.md in this collection.
-    link: https://example.invalid/blackwell/sglang/docs/sgl-kernel.md
+  - The SGLang kernel build facts are in C(docs/sgl-kernel.md), shipped with this collection.
 """
 
 EXAMPLES = r"""

@@ -62,10 +62,7 @@ notes:
   - Supports check mode (computes the report and findings, writes nothing).
   - The module does not fail on a regression; it returns RV(regression) and the role decides
     (C(sglang_benchmark_fail_on_regression)).
-seealso:
-  - name: Benchmark how-to
-    description: docs/benchmark.md in this collection.
-    link: https://example.invalid/blackwell/sglang/docs/benchmark.md
+  - The benchmark how-to is C(docs/benchmark.md), shipped with this collection.
 """
 
 EXAMPLES = r"""

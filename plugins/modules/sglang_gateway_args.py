@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_gateway_args
 short_description: Read the installed smg gateway's own argument parser and validate launch flags against it
-version_added: "0.3.0"
+version_added: "0.1.0"
 description:
   - Runs the gateway venv's python, imports the installed C(smg) and builds the parser C(smg launch) uses
     (C(smg.router_args.RouterArgs.add_cli_args(parser, use_router_prefix=False))). Returns the smg version, the

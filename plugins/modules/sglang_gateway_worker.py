@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_gateway_worker
 short_description: Take a worker out of an smg gateway or put it back, and wait for the gateway to agree
-version_added: "0.3.0"
+version_added: "0.1.0"
 description:
   - Talks to the worker API of SGLang's gateway C(smg) (C(GET /workers), C(POST /workers), C(DELETE /workers/<id>),
     as smg 1.13.0 serves it).

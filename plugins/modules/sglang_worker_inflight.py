@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: sglang_worker_inflight
 short_description: Wait until an SGLang server has no request in flight
-version_added: "0.3.0"
+version_added: "0.1.0"
 description:
   - Polls SGLang's own load endpoint C(/get_load) (one C({dp_rank, num_reqs, num_waiting_reqs, ...}) per DP rank,
     C(num_reqs) = running + waiting; SGLang 0.5.9) and sums C(num_reqs); falls back to the Prometheus gauge

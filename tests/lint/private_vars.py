@@ -1,0 +1,168 @@
+"""The one naming rule for the variables a role defines (run by ``make lint``).
+
+Every variable a role defines -- ``register``, ``set_fact`` keys, ``vars`` of a task or block, ``loop_var`` /
+``index_var``, keys of ``defaults/`` and ``vars/`` -- is named either
+
+* ``<role>_<name>``: public (an argument in meta/argument_specs.yml, a default, a fact other roles read), or
+* ``__<role>_<name>``: private to the role (ansible-lint's ``var-naming[no-role-prefix]`` accepts the leading
+  underscores; the same scheme as geerlingguy's roles and the project rules in docs/architecture.md).
+
+Not allowed: ``<role>__<name>``, ``_<name>``, ``__<name>`` without the role, another role's prefix or none.
+Ansible's own variables (``ansible_*``, e.g. ``ansible_python_interpreter`` in a task's ``vars``) are exempt.
+(Variables handed *to* a role by a playbook or another role's ``include_role`` are that role's arguments and are not
+checked here; ``item`` and Ansible's magic variables are never defined by a role.)
+
+Existing names under the other schemes are listed in ``tests/lint/private_vars_allowlist.txt`` (``role:name``): they are
+reported but do not fail; a name not in the list fails; a listed name that no longer occurs fails too, so the list
+only shrinks (remove the line when renaming). ``--report`` prints the counts per scheme and role.
+
+Exit status 0 when no new violation and no stale allowlist entry, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import sys
+
+import yaml
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ALLOWLIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_vars_allowlist.txt")
+SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
+NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _load(path):
+    with open(path, encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def _task_definitions(tasks):
+    """(name, how) of every variable the task list defines, recursing into blocks."""
+    for task in tasks or []:
+        if not isinstance(task, dict):
+            continue
+        if isinstance(task.get("register"), str):
+            yield task["register"], "register"
+        for key in SET_FACT:
+            if isinstance(task.get(key), dict):
+                for name in task[key]:
+                    if name != "cacheable":
+                        yield name, "set_fact"
+        if isinstance(task.get("vars"), dict):
+            for name in task["vars"]:
+                yield name, "vars"
+        loop_control = task.get("loop_control")
+        if isinstance(loop_control, dict):
+            for key in ("loop_var", "index_var"):
+                if isinstance(loop_control.get(key), str):
+                    yield loop_control[key], key
+        for key in ("block", "rescue", "always"):
+            if isinstance(task.get(key), list):
+                yield from _task_definitions(task[key])
+
+
+def definitions(repo=REPO):
+    """{(role, name): [(relative path, how)]} of every variable defined in roles/."""
+    found = collections.defaultdict(list)
+    roles_dir = os.path.join(repo, "roles")
+    for role in sorted(os.listdir(roles_dir)):
+        role_dir = os.path.join(roles_dir, role)
+        if not os.path.isdir(role_dir):
+            continue
+        for sub in ("tasks", "handlers", "defaults", "vars"):
+            for dirpath, _, files in os.walk(os.path.join(role_dir, sub)):
+                for fname in sorted(files):
+                    if not fname.endswith((".yml", ".yaml")):
+                        continue
+                    path = os.path.join(dirpath, fname)
+                    rel = os.path.relpath(path, repo)
+                    data = _load(path)
+                    if sub in ("defaults", "vars"):
+                        pairs = ((name, sub) for name in (data or {}) if isinstance(data, dict))
+                    else:
+                        pairs = _task_definitions(data if isinstance(data, list) else [])
+                    for name, how in pairs:
+                        found[(role, str(name))].append((rel, how))
+    return found
+
+
+def scheme(role, name):
+    """'public', 'private' or the name of the scheme the rule forbids."""
+    if not NAME.match(name):
+        return "not a valid name"
+    if name.startswith("ansible_"):
+        return "ansible"   # Ansible's own (connection) variables set for a task, e.g. ansible_python_interpreter
+    if name.startswith("__" + role + "_") and not name.startswith("__" + role + "__"):
+        return "private"
+    if name.startswith(role + "__"):
+        return "<role>__<name>"
+    if name.startswith(role + "_"):
+        return "public"
+    if name.startswith("__"):
+        return "__<name> without the role"
+    if name.startswith("_"):
+        return "_<name>"
+    return "another prefix or none"
+
+
+def read_allowlist(path=ALLOWLIST):
+    """The set of 'role:name' entries (comments and blank lines ignored)."""
+    if not os.path.exists(path):
+        return set()
+    with open(path, encoding="utf-8") as handle:
+        return {line.split("#", 1)[0].strip() for line in handle if line.split("#", 1)[0].strip()}
+
+
+def check(found, allowed):
+    """(new violations {entry: (scheme, where)}, allowed ones still present, stale allowlist entries)."""
+    violations = {}
+    for (role, name), where in sorted(found.items()):
+        kind = scheme(role, name)
+        if kind not in ("public", "private", "ansible"):
+            violations["%s:%s" % (role, name)] = (kind, where)
+    new = {k: v for k, v in violations.items() if k not in allowed}
+    known = {k: v for k, v in violations.items() if k in allowed}
+    stale = sorted(allowed - set(violations))
+    return new, known, stale
+
+
+def main(argv=None):
+    """Entry point; see the module docstring."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--report", action="store_true", help="print the allowed violations per scheme and role")
+    parser.add_argument("--write-allowlist", action="store_true", help="rewrite the allowlist with today's violations")
+    args = parser.parse_args(argv)
+    found = definitions()
+    new, known, stale = check(found, read_allowlist())
+    if args.write_allowlist:
+        entries = sorted(set(new) | set(known))
+        with open(ALLOWLIST, "w", encoding="utf-8") as handle:
+            handle.write("# Variables of roles/ named under a scheme other than <role>_<name> / __<role>_<name>\n"
+                         "# (tests/lint/private_vars.py). Only shrinks: rename a variable, delete its line.\n")
+            handle.writelines(entry + "\n" for entry in entries)
+        print("wrote %d entries to %s" % (len(entries), os.path.relpath(ALLOWLIST, REPO)))
+        return 0
+    counts = collections.Counter(scheme(role, name) for role, name in found)
+    print("private-variable rule: %d variables in roles/: %s; %d allowlisted under other schemes"
+          % (len(found), ", ".join("%s %d" % kv for kv in sorted(counts.items())), len(known)))
+    if args.report:
+        per = collections.Counter((kind, key.split(":", 1)[0]) for key, (kind, _) in known.items())
+        for (kind, role), count in sorted(per.items()):
+            print("  %-28s %-20s %d" % (kind, role, count))
+    for key, (kind, where) in sorted(new.items()):
+        role, name = key.split(":", 1)
+        rel, how = where[0]
+        base = name[len(role) + 2:] if name.startswith(role + "__") else name.lstrip("_")
+        print("%s: %s (%s) is named %s: name it __%s_%s (private) or %s_%s (public)"
+              % (rel, name, how, kind, role, base, role, base), file=sys.stderr)
+    for key in stale:
+        print("%s: %s no longer occurs: delete its line" % (os.path.relpath(ALLOWLIST, REPO), key), file=sys.stderr)
+    return 1 if new or stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
