@@ -32,8 +32,9 @@ ROLLOUT = "playbooks/rollout.yml"
 INVENTORY = "inventories/sandbox"
 STAGES = ("preflight", "toolchain", "torch", "flashinfer", "sglang", "kernel", "probe", "service", "model", "gateway",
           "monitoring", "manifest")
-# Roles whose tasks run on any --tags selection (tagged `always` by the playbooks).
-ALWAYS_ROLES = {"preflight", "sglang_release"}
+# Roles whose tasks run on any --tags selection (tagged `always` by the playbooks): the preflight, the release
+# staging, and sglang_model's read-only service_env hand-over (it runs only when the model role ran, docs/model.md).
+ALWAYS_ROLES = {"preflight", "sglang_release", "sglang_model"}
 # Stage tag -> roles whose tasks carry that tag (the role's entry points the playbooks call with it).
 EXPECTED = {
     "preflight": {"preflight", "sglang_monitoring", "sglang_service"},   # + health gate, multi-node check
@@ -176,7 +177,7 @@ def test_site_stage_selects_its_roles(selections, stage):
 
 def test_site_kernel_runs_only_the_kernel_build_after_the_common_steps(selections):
     roles = [role for role, name, tags in selections["kernel"][SITE] if role and not name.startswith("Validating arguments")]
-    assert set(roles) == ALWAYS_ROLES | {"sgl_kernel_sm120"}
+    assert set(roles) == {"preflight", "sglang_release", "sgl_kernel_sm120"} | (ALWAYS_ROLES & set(roles))
     assert not {"cuda_toolchain", "torch_nightly", "flashinfer", "sglang_source", "fp4_probe", "sglang_service"} & set(roles)
 
 
