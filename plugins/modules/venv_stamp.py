@@ -125,6 +125,8 @@ result:
   type: raw
 """
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _venv_state as vs
@@ -146,6 +148,11 @@ def main():
     )
     params = module.params
     state = None
+    if params["python"] and not os.path.exists(params["python"]):
+        if params["state"] == "record":
+            module.fail_json(msg="%s does not exist: nothing to record" % params["python"])
+        module.exit_json(changed=False, matched=False, reasons=["no interpreter %s" % params["python"]], written=False,
+                         distributions={}, python_version="", result=None)
     if params["python"]:
         try:
             state = vs.read_state(lambda argv: module.run_command(argv), params["python"], params["requirements"], params["names"])
@@ -161,9 +168,11 @@ def main():
     if params["state"] == "record":
         fresh = vs.build_stamp(inputs_hex, state, files, params["result"])
         matched, reasons = vs.evaluate(fresh, inputs_hex, state, files)
-        if not matched:
-            module.fail_json(msg="refusing to record a stamp for a state that does not satisfy it: %s" % "; ".join(reasons),
+        venv_reasons = [r for r in reasons if not r.startswith("missing file: ")]
+        if venv_reasons:
+            module.fail_json(msg="refusing to record a stamp for a venv that does not satisfy it: %s" % "; ".join(venv_reasons),
                              reasons=reasons)
+        # a missing file is recorded as such: that stamp never matches, so the step keeps running every time
         if not module.check_mode:
             try:
                 written = vs.write_stamp(params["path"], fresh)
