@@ -11,17 +11,17 @@ module: venv_stamp
 short_description: Decide whether an expensive no-op step can be skipped, from a stamp checked against the live host
 version_added: 0.1.0
 description:
-  - A stamp is a small JSON file written (I(state=record)) after a step succeeded: a pip install, an import check,
-    SGLang's parser validation, the nvcc compile proof. I(state=check) reports C(matched=true) only when the stamp
+  - A stamp is a small JSON file written (I(state=record)) after a step succeeded (a pip install, an import check,
+    SGLang's parser validation, the nvcc compile proof). I(state=check) reports C(matched=true) only when the stamp
     still stands for everything the step depends on, read live from the host in one call.
   - The I(inputs) (pins, index URLs, argv, arch, source hash ...) and the interpreter's real path are hashed; a
     different hash is a miss.
-  - With I(python), the venv's distributions are read with that interpreter (importlib.metadata, nothing imported):
+  - With I(python), the venv's distributions are read with that interpreter (importlib.metadata, nothing imported);
     every entry of I(requirements) must be installed at a version that satisfies it, the dependency closure of
     I(requirements) and I(names) must be complete, and the digest of that closure (name, version and the sha256
     of each distribution's C(RECORD)) must equal the stamp's. A removed, changed or reinstalled package is a miss.
   - Each of I(files) must exist and have the sha256 the stamp recorded.
-  - A stamp is a cache of a check's success, not configuration: writing it reports C(changed=false), so that a
+  - A stamp is a cache of a check's success, not configuration; writing it reports C(changed=false) so that a
     re-check forced by an unrelated change never reads as a change to the host; C(written) says whether the file
     was rewritten. I(state=check) never writes and runs in check mode too.
 author:
@@ -101,7 +101,7 @@ matched:
   returned: always
   type: bool
 reasons:
-  description: Why it did not match (empty when it did), for example C(not installed: torch==2.10.0) or C(the inputs changed).
+  description: "Why it did not match (empty when it did), for example C(not installed: torch==2.10.0) or C(the inputs changed)."
   returned: always
   type: list
   elements: str
