@@ -5,6 +5,7 @@ PYTHONPATH; the reader reads them with importlib.metadata exactly as on a host. 
 shows the change that invalidates it (a pin, a removed or changed package, an input such as a flag or the index).
 """
 
+import json
 import os
 import pathlib
 import subprocess
@@ -187,3 +188,66 @@ def test_write_and_load_stamp(tmp_path):
 def test_reader_failure_is_explained():
     with pytest.raises(RuntimeError, match="could not read its distributions"):
         vs.read_state(lambda argv: (1, "", "boom"), "/opt/v/bin/python", PINS)
+
+
+MODULE = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "modules" / "venv_stamp.py"
+LINKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "cuda_toolchain" / "files" / "cuda_dev_links.py"
+
+
+def _module(tmp_path, site, args):
+    from conftest import COLLECTIONS  # pylint: disable=import-outside-toplevel
+    path = tmp_path / "args.json"
+    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
+    env = dict(os.environ, PYTHONPATH="%s:%s" % (site, COLLECTIONS))
+    proc = subprocess.run([sys.executable, str(MODULE), str(path)], env=env, capture_output=True, text=True, timeout=120, check=False)
+    return json.loads(proc.stdout)
+
+
+def test_module_check_record_check(tmp_path, site):
+    """The role sequence: a miss, the step, record (reports ok), then a converged rerun matches and returns the result."""
+    args = {"path": str(tmp_path / "st" / "torch.json"), "python": sys.executable, "requirements": PINS, "inputs": INPUTS}
+    first = _module(tmp_path, site, args)
+    assert (first["changed"], first["matched"], first["reasons"]) == (False, False, ["no stamp"])
+    assert first["distributions"]["demo-torch"] == "2.10.0.dev20251201+cu130"
+    record = _module(tmp_path, site, dict(args, state="record", result={"home": "/x"}))
+    assert (record["changed"], record["written"], record["matched"]) == (False, True, True)
+    rerun = _module(tmp_path, site, args)
+    assert (rerun["changed"], rerun["matched"], rerun["result"]) == (False, True, {"home": "/x"})
+    changed_pin = _module(tmp_path, site, dict(args, requirements=["demo-torch==2.11.0"]))
+    assert changed_pin["matched"] is False and changed_pin["result"] is None
+
+
+def test_module_refuses_to_record_an_unsatisfied_venv(tmp_path, site):
+    args = {"path": str(tmp_path / "torch.json"), "python": sys.executable, "requirements": ["demo-torch==9"], "state": "record"}
+    result = _module(tmp_path, site, args)
+    assert result["failed"] and "not satisfied: demo-torch==9" in result["msg"]
+    assert not (tmp_path / "torch.json").exists()
+
+
+def test_module_without_the_interpreter_is_a_miss(tmp_path, site):
+    result = _module(tmp_path, site, {"path": str(tmp_path / "s.json"), "python": str(tmp_path / "no" / "python")})
+    assert (result["matched"], result["reasons"]) == (False, ["no interpreter %s" % (tmp_path / "no" / "python")])
+
+
+def _links(home, *extra):
+    proc = subprocess.run([sys.executable, str(LINKS), str(home)] + list(extra), capture_output=True, text=True, check=False)
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_dev_links_created_once_and_restored(tmp_path):
+    home = tmp_path / "cu13"
+    (home / "lib").mkdir(parents=True)
+    for name in ("libcudart.so.13", "libnvrtc.so.13", "libcudart.so.13.0.96", "README"):
+        (home / "lib" / name).write_text("")
+    rc, out = _links(home, "--check")
+    assert rc == 0 and len(out["changed"]) == 3 and not (home / "lib64").exists()
+    rc, out = _links(home)
+    assert rc == 0 and sorted(os.path.basename(p) for p in out["changed"]) == ["lib64", "libcudart.so", "libnvrtc.so"]
+    assert os.readlink(home / "lib" / "libcudart.so") == "libcudart.so.13" and os.readlink(home / "lib64") == "lib"
+    assert _links(home) == (0, {"changed": [], "error": None})
+    (home / "lib" / "libnvrtc.so").unlink()
+    assert _links(home)[1]["changed"] == [str(home / "lib" / "libnvrtc.so")]
+    (home / "lib" / "libnvrtc.so").unlink()
+    (home / "lib" / "libnvrtc.so").write_text("a real file")
+    rc, out = _links(home)
+    assert rc == 1 and "is not a link" in out["error"]
