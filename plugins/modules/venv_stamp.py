@@ -155,7 +155,7 @@ def main():
                          distributions={}, python_version="", result=None)
     if params["python"]:
         try:
-            state = vs.read_state(lambda argv: module.run_command(argv), params["python"], params["requirements"], params["names"])
+            state = vs.read_state(module.run_command, params["python"], params["requirements"], params["names"])
         except RuntimeError as exc:
             if params["state"] == "record":
                 module.fail_json(msg=str(exc))
