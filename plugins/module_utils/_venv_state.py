@@ -73,10 +73,11 @@ def record(d):
     except Exception:
         text = None
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
-queue = [(r, True) for r in args.get("requirements", [])] + [(n, True) for n in args.get("names", [])]
+# names: digested when installed, silently absent otherwise (installing one later changes the digest)
+queue = list(args.get("requirements", [])) + [n for n in args.get("names", []) if norm(n) in dists]
 seen = set()
 while queue and Requirement is not None:
-    text, top = queue.pop(0)
+    text = queue.pop(0)
     try:
         req = Requirement(text)
     except Exception:
@@ -102,7 +103,7 @@ while queue and Requirement is not None:
         if subreq.marker is not None:
             if not any(subreq.marker.evaluate({"extra": e}) for e in (list(req.extras) or [""])):
                 continue
-        queue.append((sub, False))
+        queue.append(sub)
 json.dump(out, sys.stdout, sort_keys=True)
 '''
 
@@ -145,7 +146,8 @@ def read_state(run, python, requirements=(), names=()):
 
     :param run: ``run(argv) -> (rc, stdout, stderr)`` (AnsibleModule.run_command or a test double of it).
     :param requirements: PEP 508 strings that must be satisfied (their closure is digested).
-    :param names: further distribution names whose closure is digested without a version check.
+    :param names: further distribution names whose closure is digested without a version check when they are
+        installed (a name that is not installed is no miss; installing it later changes the digest).
     :raises RuntimeError: the interpreter failed or printed something that is not the reader's JSON.
     """
     args = json.dumps({"requirements": list(requirements), "names": list(names)})

@@ -251,3 +251,11 @@ def test_dev_links_created_once_and_restored(tmp_path):
     (home / "lib" / "libnvrtc.so").write_text("a real file")
     rc, out = _links(home)
     assert rc == 1 and "is not a link" in out["error"]
+
+
+def test_names_not_installed_are_no_miss_until_installed(run, site):
+    names = ["demo-torch", "demo-torchvision"]
+    stamp = _stamp(run, requirements=[], names=names)
+    assert _check(run, stamp, requirements=[], names=names) == (True, [])
+    _dist(site, "demo-torchvision", "0.25.0")
+    assert _check(run, stamp, requirements=[], names=names) == (False, ["the installed distributions changed"])
