@@ -73,24 +73,30 @@ def record(d):
     except Exception:
         text = None
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
-# names: digested when installed, silently absent otherwise (installing one later changes the digest)
-queue = list(args.get("requirements", [])) + [n for n in args.get("names", []) if norm(n) in dists]
+# requirements are strict (what pip would resolve: the closure must be complete and satisfied); names and their
+# dependencies are digested as they are (an absent dependency is digested as absent, so installing it later, or
+# removing one, changes the digest; a partial install such as SGLang without optional dependencies is no miss)
+queue = [(r, True) for r in args.get("requirements", [])] + [(n, False) for n in args.get("names", [])]
 seen = set()
 while queue and Requirement is not None:
-    text = queue.pop(0)
+    text, strict = queue.pop(0)
     try:
         req = Requirement(text)
     except Exception:
-        out["unsatisfied"].append(text)
+        if strict:
+            out["unsatisfied"].append(text)
         continue
     name = norm(req.name)
     dist = dists.get(name)
     if dist is None:
-        out["missing"].append(text)
+        if strict:
+            out["missing"].append(text)
+        else:
+            out["closure"].setdefault(name, {"version": None, "record": None})
         continue
-    if req.specifier and not req.specifier.contains(dist.version, prereleases=True):
+    if strict and req.specifier and not req.specifier.contains(dist.version, prereleases=True):
         out["unsatisfied"].append("%s (installed %s)" % (text, dist.version))
-    key = (name, tuple(sorted(req.extras)))
+    key = (name, tuple(sorted(req.extras)), strict)
     if key in seen:
         continue
     seen.add(key)
@@ -103,7 +109,7 @@ while queue and Requirement is not None:
         if subreq.marker is not None:
             if not any(subreq.marker.evaluate({"extra": e}) for e in (list(req.extras) or [""])):
                 continue
-        queue.append(sub)
+        queue.append((sub, strict))
 json.dump(out, sys.stdout, sort_keys=True)
 '''
 
@@ -146,8 +152,8 @@ def read_state(run, python, requirements=(), names=()):
 
     :param run: ``run(argv) -> (rc, stdout, stderr)`` (AnsibleModule.run_command or a test double of it).
     :param requirements: PEP 508 strings that must be satisfied (their closure is digested).
-    :param names: further distribution names whose closure is digested without a version check when they are
-        installed (a name that is not installed is no miss; installing it later changes the digest).
+    :param names: further distribution names whose installed dependency closure is digested as it is, without
+        a version or completeness check (absent ones are digested as absent: installing one later is a miss).
     :raises RuntimeError: the interpreter failed or printed something that is not the reader's JSON.
     """
     args = json.dumps({"requirements": list(requirements), "names": list(names)})

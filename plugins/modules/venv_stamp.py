@@ -18,7 +18,7 @@ description:
     different hash is a miss.
   - With I(python), the venv's distributions are read with that interpreter (importlib.metadata, nothing imported);
     every entry of I(requirements) must be installed at a version that satisfies it, the dependency closure of
-    I(requirements) and of the installed I(names) must be complete, and the digest of that closure (name, version and the sha256
+    I(requirements) must be complete, and the digest of the closure of I(requirements) and I(names) (name, version and the sha256
     of each distribution's C(RECORD)) must equal the stamp's. A removed, changed or reinstalled package is a miss.
   - Each of I(files) must exist and have the sha256 the stamp recorded.
   - A stamp is a cache of a check's success, not configuration; writing it reports C(changed=false) so that a
@@ -51,7 +51,7 @@ options:
   names:
     description:
       - Further distribution names whose dependency closure is part of the stamp, with no version check.
-      - A name that is not installed is no miss; installing it later changes the digest, which is one.
+      - A name or dependency that is not installed is digested as absent; installing it later is a miss.
     type: list
     elements: str
     default: []

@@ -259,3 +259,15 @@ def test_names_not_installed_are_no_miss_until_installed(run, site):
     assert _check(run, stamp, requirements=[], names=names) == (True, [])
     _dist(site, "demo-torchvision", "0.25.0")
     assert _check(run, stamp, requirements=[], names=names) == (False, ["the installed distributions changed"])
+
+
+def test_names_digest_a_partial_install_as_it_is(run, site):
+    """SGLang installed with a selection of its dependencies (sglang_source): no miss, but a change of one is."""
+    _dist(site, "demo-sglang", "0.5.9", requires=["demo-torch==2.9.1", "demo-not-selected", "demo-filelock"])
+    stamp = _stamp(run, requirements=[], names=["demo-sglang"])
+    assert _check(run, stamp, requirements=[], names=["demo-sglang"]) == (True, [])
+    _dist(site, "demo-not-selected", "1.0")
+    assert _check(run, stamp, requirements=[], names=["demo-sglang"]) == (False, ["the installed distributions changed"])
+    stamp = _stamp(run, requirements=[], names=["demo-sglang"])
+    _remove(next(site.glob("demo_filelock-*.dist-info")))
+    assert _check(run, stamp, requirements=[], names=["demo-sglang"]) == (False, ["the installed distributions changed"])
