@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# No-op ratio benchmark (a measurement, not a test; issue 19): converge <n> fresh sandbox hosts with
-# playbooks/rollout.yml, converge them again unchanged, and report the rerun's share of the first converge together
+# No-op ratio benchmark (a measurement, not a test; issue 19): converge <n> fresh sandbox hosts with site.yml
+# (PLAYBOOK=playbooks/rollout.yml for the fleet path), converge them again unchanged, and report the rerun's share of the first converge together
 # with the rerun's slowest tasks (profile_tasks) and how many stamps (blackwell.sglang.venv_stamp) matched.
 # Writes docs/benchmarks/noop-<n>host-<date>.md. Goal (issue 19): rerun <= 10% of the first converge, changed=0.
 #
@@ -12,6 +12,7 @@ ROOT=$PWD
 N=${1:-1}
 case $N in (*[!0-9]*|'') echo "usage: $0 [hosts]" >&2; exit 2;; esac
 ANSIBLE_PLAYBOOK=${ANSIBLE_PLAYBOOK:-$ROOT/.venv/bin/ansible-playbook}
+PLAYBOOK=${PLAYBOOK:-site.yml}
 WORK=$(mktemp -d /tmp/noop-bench.XXXXXX)
 export BLACKWELL_ARTIFACT_CACHE=$WORK/artifacts
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
@@ -52,7 +53,7 @@ trap down EXIT
 timed() {  # timed <label> -> seconds on stdout, log in $WORK/<label>.log
   local label=$1 start end
   start=$(date +%s)
-  (cd "$WORK" && timeout 5400 "$ANSIBLE_PLAYBOOK" -i "$WORK/inv.yml" "$ROOT/playbooks/rollout.yml" -v > "$WORK/$label.log" 2>&1) \
+  (cd "$WORK" && timeout 5400 "$ANSIBLE_PLAYBOOK" -i "$WORK/inv.yml" "$ROOT/$PLAYBOOK" -v > "$WORK/$label.log" 2>&1) \
     || { echo "rollout failed for $label, see $WORK/$label.log" >&2; tail -30 "$WORK/$label.log" >&2; exit 1; }
   end=$(date +%s)
   echo $((end - start))
@@ -85,7 +86,7 @@ cat > "$OUT" <<MD
 
 Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(. /etc/os-release; echo "$PRETTY_NAME"), podman $(podman --version | awk '{print $3}').
 Commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- roles playbooks plugins || echo ' (with uncommitted changes)').
-Playbook: playbooks/rollout.yml on fresh sandbox containers, then again unchanged. Script: tests/bench/noop_ratio.sh.
+Playbook: $PLAYBOOK on fresh sandbox containers (inventories/sandbox group_vars), then again unchanged. Script: tests/bench/noop_ratio.sh.
 
 | run | wall time (s) | tasks (all hosts) | venv_stamp results matched/all | goal |
 |---|---|---|---|---|
