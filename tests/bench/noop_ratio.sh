@@ -13,6 +13,7 @@ N=${1:-1}
 case $N in (*[!0-9]*|'') echo "usage: $0 [hosts]" >&2; exit 2;; esac
 ANSIBLE_PLAYBOOK=${ANSIBLE_PLAYBOOK:-$ROOT/.venv/bin/ansible-playbook}
 PLAYBOOK=${PLAYBOOK:-site.yml}
+IMAGE=${BLACKWELL_SANDBOX_IMAGE:-localhost/blackwell-sandbox:bookworm}
 WORK=$(mktemp -d /tmp/noop-bench.XXXXXX)
 export BLACKWELL_ARTIFACT_CACHE=$WORK/artifacts
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
@@ -40,7 +41,7 @@ up() {
     podman run -d --name "$NAME-$i" --hostname "noop-$i" --systemd=always --pull=never \
       --ulimit nofile=1024:20000 --ulimit nproc=4096:4096 \
       -v "$ROOT/.cache/wheelhouse:/opt/wheels:ro" -v "$ROOT/.cache/pip:/root/.cache/pip" \
-      -v "$ROOT/.cache/mirror:/srv/mirror:ro" localhost/blackwell-sandbox:bookworm /sbin/init >/dev/null
+      -v "$ROOT/.cache/mirror:/srv/mirror:ro" "$IMAGE" /sbin/init >/dev/null
   done
   for i in $(seq 1 "$N"); do
     timeout 120 bash -c "until podman exec $NAME-$i systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 2; done"
@@ -86,7 +87,7 @@ cat > "$OUT" <<MD
 
 Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(. /etc/os-release; echo "$PRETTY_NAME"), podman $(podman --version | awk '{print $3}').
 Commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- roles playbooks plugins || echo ' (with uncommitted changes)').
-Playbook: $PLAYBOOK on fresh sandbox containers (inventories/sandbox group_vars), then again unchanged. Script: tests/bench/noop_ratio.sh.
+Playbook: $PLAYBOOK on fresh sandbox containers of image $IMAGE (inventories/sandbox group_vars), then again unchanged. Script: tests/bench/noop_ratio.sh.
 
 | run | wall time (s) | tasks (all hosts) | venv_stamp results matched/all | goal |
 |---|---|---|---|---|
