@@ -42,6 +42,10 @@ class CallbackModule(CallbackBase):
         action = (task.action or "").split(".")[-1]
         if action in READ_ONLY or os.environ.get("BAD_INPUT_BLOCK") == "0":   # "0": a rendering test on tmp files
             return
+        # venv_stamp compares; state=record writes a cache file, never in check mode (the module skips the write and
+        # every role's record task has `when: not ansible_check_mode`), so it is no host change in these --check runs
+        if action == "venv_stamp":
+            return
         log = os.environ.get("BAD_INPUT_BLOCK_LOG")
         if log:
             with open(log, "a") as handle:

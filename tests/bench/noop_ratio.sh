@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# No-op ratio benchmark (a measurement, not a test; issue 19): converge <n> fresh sandbox hosts with site.yml
+# (PLAYBOOK=playbooks/rollout.yml for the fleet path), converge them again unchanged, and report the rerun's share of the first converge together
+# with the rerun's slowest tasks (profile_tasks) and how many stamps (blackwell.sglang.venv_stamp) matched.
+# Writes docs/benchmarks/noop-<n>host-<date>.md. Goal (issue 19): rerun <= 10% of the first converge, changed=0.
+#
+#   bash tests/bench/noop_ratio.sh       # 1 host; needs `make deps image mirror` first; about 15-20 min on 2 cores
+#   bash tests/bench/noop_ratio.sh 4     # 4 hosts (the fleet variant; tests/bench/fleet_converge.sh has 1-vs-4)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+N=${1:-1}
+case $N in (*[!0-9]*|'') echo "usage: $0 [hosts]" >&2; exit 2;; esac
+ANSIBLE_PLAYBOOK=${ANSIBLE_PLAYBOOK:-$ROOT/.venv/bin/ansible-playbook}
+PLAYBOOK=${PLAYBOOK:-site.yml}
+IMAGE=${BLACKWELL_SANDBOX_IMAGE:-localhost/blackwell-sandbox:bookworm}
+WORK=$(mktemp -d /tmp/noop-bench.XXXXXX)
+export BLACKWELL_ARTIFACT_CACHE=$WORK/artifacts
+export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
+export ANSIBLE_CONFIG=$ROOT/ansible.cfg                 # the shipped settings: profile_tasks, pipelining, forks
+export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts      # fresh containers: no facts from an earlier run
+export PROFILE_TASKS_TASK_OUTPUT_LIMIT=${PROFILE_TASKS_TASK_OUTPUT_LIMIT:-25}
+OUT=${OUT_MD:-$ROOT/docs/benchmarks/noop-${N}host-$(date -u +%Y%m%d).md}
+mkdir -p "$(dirname "$OUT")"
+NAME=bw-noop
+
+inventory() {
+  local f=$WORK/inv.yml
+  {
+    echo "all:"; echo "  children:"; echo "    sglang_servers:"; echo "      hosts:"
+    for i in $(seq 1 "$N"); do echo "        noop-$i: {ansible_host: $NAME-$i}"; done
+    echo "      vars: {ansible_connection: containers.podman.podman, ansible_python_interpreter: /usr/bin/python3}"
+  } > "$f"
+  mkdir -p "$WORK/group_vars" && cp -r "$ROOT"/inventories/sandbox/group_vars/* "$WORK/group_vars/"
+  echo "$f"
+}
+
+up() {
+  for i in $(seq 1 "$N"); do
+    podman rm -f "$NAME-$i" >/dev/null 2>&1 || true
+    podman run -d --name "$NAME-$i" --hostname "noop-$i" --systemd=always --pull=never \
+      --ulimit nofile=1024:20000 --ulimit nproc=4096:4096 \
+      -v "$ROOT/.cache/wheelhouse:/opt/wheels:ro" -v "$ROOT/.cache/pip:/root/.cache/pip" \
+      -v "$ROOT/.cache/mirror:/srv/mirror:ro" "$IMAGE" /sbin/init >/dev/null
+  done
+  for i in $(seq 1 "$N"); do
+    timeout 120 bash -c "until podman exec $NAME-$i systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 2; done"
+  done
+}
+
+down() { for i in $(seq 1 "$N"); do podman rm -f "$NAME-$i" >/dev/null 2>&1 || true; done; }
+trap down EXIT
+
+timed() {  # timed <label> -> seconds on stdout, log in $WORK/<label>.log
+  local label=$1 start end
+  start=$(date +%s)
+  (cd "$WORK" && timeout 5400 "$ANSIBLE_PLAYBOOK" -i "$WORK/inv.yml" "$ROOT/$PLAYBOOK" -v > "$WORK/$label.log" 2>&1) \
+    || { echo "rollout failed for $label, see $WORK/$label.log" >&2; tail -30 "$WORK/$label.log" >&2; exit 1; }
+  end=$(date +%s)
+  echo $((end - start))
+}
+
+recap() {  # "ok=.. changed=.. skipped=.. failed=.." summed over the hosts of a run's PLAY RECAP lines
+  awk '/ : ok=/{for(i=1;i<=NF;i++){split($i,kv,"="); if(kv[1]~/^(ok|changed|skipped|failed)$/) s[kv[1]]+=kv[2]}}
+       END{printf "ok=%d changed=%d skipped=%d failed=%d", s["ok"], s["changed"], s["skipped"], s["failed"]}' "$WORK/$1.log"
+}
+
+slowest() {  # the profile_tasks recap of the last play of a run, as Markdown rows
+  awk '/TASKS RECAP/{buf=""; on=1; next} on && / -+ +[0-9.]+s$/{buf=buf $0 "\n"} END{printf "%s", buf}' "$WORK/$1.log" \
+    | sed -E 's/^(.*[^ -]) -+ +([0-9.]+)s$/| \1 | \2 |/' | head -"$PROFILE_TASKS_TASK_OUTPUT_LIMIT"
+}
+
+stamps() {  # "matched/all" venv_stamp results of a run (-v prints each result's JSON, keys sorted; records count too)
+  local all matched
+  all=$(grep -c '"python_version": ' "$WORK/$1.log" || true)
+  matched=$(grep -c '"matched": true, "python_version"' "$WORK/$1.log" || true)
+  echo "$matched/$all"
+}
+
+inventory >/dev/null
+echo "== $N host(s), first converge"; up; t1=$(timed first)
+echo "== $N host(s), no-op rerun"; t2=$(timed rerun)
+changed=$(recap rerun | sed -E 's/.*changed=([0-9]+).*/\1/')
+
+cat > "$OUT" <<MD
+# No-op converge benchmark, $N host(s), $(date -u +%Y-%m-%d)
+
+Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(. /etc/os-release; echo "$PRETTY_NAME"), podman $(podman --version | awk '{print $3}').
+Commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- roles playbooks plugins || echo ' (with uncommitted changes)').
+Playbook: $PLAYBOOK on fresh sandbox containers of image $IMAGE (inventories/sandbox group_vars), then again unchanged. Script: tests/bench/noop_ratio.sh.
+
+| run | wall time (s) | tasks (all hosts) | venv_stamp results matched/all | goal |
+|---|---|---|---|---|
+| first converge | $t1 | $(recap first) | $(stamps first) | |
+| no-op rerun | $t2 | $(recap rerun) | $(stamps rerun) | <= 10% of $t1 = $((t1 / 10)) s: $( [ "$t2" -le $((t1 / 10)) ] && echo met || echo missed ); changed=0: $( [ "$changed" -eq 0 ] && echo met || echo missed ) |
+
+Ratio: $(awk -v a="$t2" -v b="$t1" 'BEGIN{printf "%.1f%%", 100 * a / b}').
+
+Slowest tasks of the rerun's last play (profile_tasks):
+
+| task | s |
+|---|---|
+$(slowest rerun)
+MD
+cat "$OUT"
+echo "logs: $WORK"
