@@ -74,7 +74,7 @@ def definitions(repo=REPO):
         if not os.path.isdir(role_dir):
             continue
         for sub in ("tasks", "handlers", "defaults", "vars"):
-            for dirpath, _, files in os.walk(os.path.join(role_dir, sub)):
+            for dirpath, _dirnames, files in os.walk(os.path.join(role_dir, sub)):
                 for fname in sorted(files):
                     if not fname.endswith((".yml", ".yaml")):
                         continue
@@ -150,7 +150,7 @@ def main(argv=None):
     print("private-variable rule: %d variables in roles/: %s; %d allowlisted under other schemes"
           % (len(found), ", ".join("%s %d" % kv for kv in sorted(counts.items())), len(known)))
     if args.report:
-        per = collections.Counter((kind, key.split(":", 1)[0]) for key, (kind, _) in known.items())
+        per = collections.Counter((kind, key.split(":", 1)[0]) for key, (kind, _where) in known.items())
         for (kind, role), count in sorted(per.items()):
             print("  %-28s %-20s %d" % (kind, role, count))
     for key, (kind, where) in sorted(new.items()):

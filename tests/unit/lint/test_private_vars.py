@@ -72,7 +72,7 @@ def test_definitions_cover_every_way_a_role_defines_a_variable(tmp_path):
             """,
         "handlers/main.yml": "---\n- name: Restart\n  ansible.builtin.debug: {}\n  register: __demo_restart\n",
     })
-    assert {name: [how for _, how in where] for (_, name), where in found.items()} == {
+    assert {name: [how for _path, how in where] for (_role, name), where in found.items()} == {
         "demo_port": ["defaults"], "__demo_table": ["vars"], "demo__probe": ["register"], "_tmp": ["vars"],
         "__demo_fact": ["set_fact"], "fact_without_prefix": ["set_fact"], "demo_item": ["loop_var"], "idx": ["index_var"],
         "__demo_restart": ["register"],

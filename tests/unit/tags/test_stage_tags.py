@@ -133,14 +133,14 @@ def _tasks(path):
 
 def _recovery_names(path):
     """Names of the tasks of the rescue sections and of the multi-node return block."""
-    return {task.get("name") for section, ancestors, _, task in _tasks(path)
+    return {task.get("name") for section, ancestors, _inherited, task in _tasks(path)
             if section == "rescue" or RECOVERY_BLOCK in ancestors or task.get("name") == RECOVERY_BLOCK}
 
 
 def _include_roles(path):
     """{task name: role name} of a playbook's include_role tasks."""
     return {task["name"]: task["ansible.builtin.include_role"]["name"].rsplit(".", 1)[-1]
-            for _, _, _, task in _tasks(path) if "ansible.builtin.include_role" in task}
+            for _section, _ancestors, _inherited, task in _tasks(path) if "ansible.builtin.include_role" in task}
 
 
 def test_list_tags_has_every_stage():
@@ -196,7 +196,7 @@ def test_rollout_stage_selects_its_role_includes(selections, stage):
 def test_every_include_role_applies_its_tags(path):
     """An include_role's own tags select only the include: `apply` must hand the same tags to the role's tasks."""
     checked = 0
-    for _, _, inherited, task in _tasks(path):
+    for _section, _ancestors, inherited, task in _tasks(path):
         args = task.get("ansible.builtin.include_role")
         if args is None:
             continue
@@ -210,9 +210,9 @@ def test_every_include_role_applies_its_tags(path):
 
 def test_rollout_recovery_runs_on_any_selection():
     """The rescue and the multi-node return block run whatever --tags selected (a rollback is never filtered out)."""
-    rescue = [(inherited, task) for section, _, inherited, task in _tasks(ROLLOUT) if section == "rescue"]
+    rescue = [(inherited, task) for section, _ancestors, inherited, task in _tasks(ROLLOUT) if section == "rescue"]
     assert len(rescue) >= 8
     for inherited, task in rescue:
         assert "always" in set(task.get("tags") or ()) | inherited, "rescue task %r is not tagged always" % task["name"]
-    group = [task for _, _, _, task in _tasks(ROLLOUT) if task.get("name") == RECOVERY_BLOCK]
+    group = [task for _section, _ancestors, _inherited, task in _tasks(ROLLOUT) if task.get("name") == RECOVERY_BLOCK]
     assert len(group) == 1 and "always" in group[0].get("tags", []), "the multi-node return block is not tagged always"

@@ -59,13 +59,15 @@ PINS = ["demo-torch==2.10.0.dev20251201+cu130"]
 INPUTS = {"specs": PINS, "index": "https://download.pytorch.org/whl/nightly/cu130"}
 
 
-def _stamp(run, requirements=PINS, inputs=None, names=()):
+def _stamp(run, requirements=None, inputs=None, names=()):
+    requirements = PINS if requirements is None else requirements
     inputs = INPUTS if inputs is None else inputs
     state = vs.read_state(run, sys.executable, requirements, names)
     return vs.build_stamp(vs.inputs_digest(inputs, sys.executable), state)
 
 
-def _check(run, stamp, requirements=PINS, inputs=None, names=()):
+def _check(run, stamp, requirements=None, inputs=None, names=()):
+    requirements = PINS if requirements is None else requirements
     inputs = INPUTS if inputs is None else inputs
     state = vs.read_state(run, sys.executable, requirements, names)
     return vs.evaluate(stamp, vs.inputs_digest(inputs, sys.executable), state)
