@@ -197,10 +197,12 @@ LINKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "cuda_toolchain"
 
 
 def _module(tmp_path, site, args):
-    from conftest import COLLECTIONS  # pylint: disable=import-outside-toplevel
+    # not `from conftest import`: which directory's conftest is the module `conftest` depends on the test order
+    # (pytest-xdist workers differ)
+    collections_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "collections")
     path = tmp_path / "args.json"
     path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH="%s:%s" % (site, COLLECTIONS))
+    env = dict(os.environ, PYTHONPATH="%s:%s" % (site, os.path.abspath(collections_dir)))
     proc = subprocess.run([sys.executable, str(MODULE), str(path)], env=env, capture_output=True, text=True, timeout=120, check=False)
     return json.loads(proc.stdout)
 
