@@ -28,10 +28,9 @@ TORCH_VERSION ?= 2.13.0
 MOLECULE_ALL       := fleet site gateway sglang_service flashinfer sgl_kernel_sm120 cuda_toolchain sglang_source \
                       fp4_probe sglang_benchmark torch_nightly preflight sglang_release monitoring sglang_model default
 # Scenarios left out of `make test` (still listed above, still runnable: make molecule MOLECULE_SCENARIOS=<name>).
-# fleet is out for now: after this session's merges (GPU health gate, gateway drain and model steps in rollout.yml) it
-# has not passed a full run yet. (monitoring is back in: Debian's example prometheus.yml scraped the node exporter a
-# second time as localhost:9100; sglang_prometheus now never runs it, docs/operations.md.) `make test MOLECULE_OPTIONAL=`
-# runs everything.
+# fleet is out: on 2 cores it does not fit make test's 45-minute budget (2026-12-01: converge 23 min, idempotence
+# 11 min, then a second rollout in its side effect; docs/testing.md); issue 19's shared converged state is what would
+# bring it back. Run it with `make molecule MOLECULE_SCENARIOS=fleet`. `make test MOLECULE_OPTIONAL=` runs everything.
 MOLECULE_OPTIONAL  ?= fleet
 MOLECULE_SCENARIOS ?= $(filter-out $(MOLECULE_OPTIONAL),$(MOLECULE_ALL))
 MOLECULE_JOBS      ?= 3
