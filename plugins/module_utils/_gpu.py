@@ -26,6 +26,8 @@ from __future__ import annotations
 import os
 import re
 
+from ansible_collections.blackwell.sglang.plugins.module_utils._fs import read_text as _read
+
 try:
     from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
 except ImportError:  # copied beside _journal.py outside the collection (sglang_monitoring's GPU metrics collector)
@@ -386,14 +388,6 @@ def iommu_group_type(bus_id, sysfs_root="/sys"):
     try:
         with open(path) as handle:
             return handle.read().strip() or None
-    except (IOError, OSError):
-        return None
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
     except (IOError, OSError):
         return None
 
