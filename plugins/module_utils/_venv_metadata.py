@@ -74,7 +74,8 @@ def canonicalize_name(name):
 def _record_digest(dist):
     try:
         text = dist.read_text("RECORD")
-    except Exception:  # pylint: disable=broad-except -- an unreadable RECORD is digested as absent
+    # an unreadable RECORD is digested as absent
+    except Exception:  # pylint: disable=broad-except
         text = None
     return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
 
@@ -99,7 +100,8 @@ def _closure(dists, requirements, names, out):
         text, strict, named = queue.pop(0)
         try:
             req = Requirement(text)
-        except Exception:  # pylint: disable=broad-except -- packaging's InvalidRequirement, by any import path
+        # packaging's InvalidRequirement, by whichever import path packaging came
+        except Exception:  # pylint: disable=broad-except
             if strict:
                 out["unsatisfied"].append(text)
             continue
@@ -158,9 +160,10 @@ def read(args=None, dists=None):
 
 
 def _torch_build():
+    # only when asked and installed; a failure is reported, not raised (the manifest keeps going)
     try:
-        import torch  # pylint: disable=import-outside-toplevel,import-error -- only when asked and installed
-    except Exception as exc:  # pylint: disable=broad-except -- reported, not raised (the manifest keeps going)
+        import torch  # pylint: disable=import-outside-toplevel,import-error
+    except Exception as exc:  # pylint: disable=broad-except
         return {"import_error": "%s: %s" % (type(exc).__name__, exc)}
     return {"version": torch.__version__, "cuda": torch.version.cuda}
 
