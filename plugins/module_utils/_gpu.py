@@ -26,8 +26,6 @@ from __future__ import annotations
 import os
 import re
 
-from ansible_collections.blackwell.sglang.plugins.module_utils._fs import read_text as _read
-
 try:
     from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
 except ImportError:  # copied beside _journal.py outside the collection (sglang_monitoring's GPU metrics collector)
@@ -388,6 +386,16 @@ def iommu_group_type(bus_id, sysfs_root="/sys"):
     try:
         with open(path) as handle:
             return handle.read().strip() or None
+    except (IOError, OSError):
+        return None
+
+
+def _read(path):
+    # its own copy of _fs.read_text: this file is also installed alone on hosts (sglang_monitoring's textfile
+    # collector imports it as blackwell_gpu._gpu, next to _gpu_health and _journal only)
+    try:
+        with open(path) as handle:
+            return handle.read()
     except (IOError, OSError):
         return None
 
