@@ -33,6 +33,8 @@ import os
 import re
 import tempfile
 
+from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
+
 # Keys every JSONL record must carry, with a value that is a finite number (the report is built from them).
 REQUIRED_KEYS = (
     "max_concurrency",
@@ -248,10 +250,6 @@ _DISTS = {"sglang": ("sglang",), "sgl_kernel": ("sglang-kernel", "sgl-kernel"),
           "flashinfer": ("flashinfer-python",), "torch": ("torch",)}
 
 
-def _norm_dist(name):
-    return re.sub(r"[-_.]+", "-", str(name)).lower()
-
-
 def _verdict(value):
     """Reduce one probe backend entry (bool / str / dict) to a short verdict string."""
     if isinstance(value, bool):
@@ -291,7 +289,7 @@ def summarize_manifest(manifest):
         return value if isinstance(value, dict) else {}
 
     out["release_id"] = _str(manifest.get("release_id")) or _str(sub("release").get("id")) or UNKNOWN
-    packages = dict((_norm_dist(k), v) for k, v in sub("packages").items())
+    packages = dict((canonicalize_name(k), v) for k, v in sub("packages").items())
     found = {"sglang": _str(sub("sglang").get("version")), "torch": _str(sub("torch").get("version")),
              "cuda": _str(sub("torch").get("cuda"))}
     for key, dists in _DISTS.items():

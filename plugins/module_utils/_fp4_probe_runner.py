@@ -159,14 +159,8 @@ def execute_probe(python, spec, workdir, environ=None, grace_s=60.0):
     t0 = time.monotonic()
     proc = subprocess.Popen([python, script, "--spec", spec_path, "--out", out_path], cwd=workdir, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        output = proc.communicate(timeout=limit)[0]
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        output = proc.communicate()[0]
+    output, timed_out = _communicate_or_kill(proc, limit)
+    if timed_out:
         raise ProbeError("probe runner gave no result within %.0f s; killed" % limit,
                          _tail((output or b"").decode("utf-8", "replace")))
     text = _tail((output or b"").decode("utf-8", "replace"))
@@ -201,6 +195,19 @@ def _read_result(path):
         return None
 
 
+def _communicate_or_kill(proc, timeout):
+    """``(stdout, timed_out)`` of a ``start_new_session`` child; after ``timeout`` seconds its whole process group is
+    killed (SIGKILL; the child alone when the group is gone) and what it printed until then is returned."""
+    try:
+        return proc.communicate(timeout=timeout)[0], False
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        return proc.communicate()[0], True
+
+
 def run_child(python, script, name, spec_path, timeout_s, workdir):
     """Run one child step; never raises for child failures.
 
@@ -216,16 +223,8 @@ def run_child(python, script, name, spec_path, timeout_s, workdir):
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             start_new_session=True, env=env, cwd=workdir)
-    try:
-        output = proc.communicate(timeout=max(1.0, float(timeout_s)))[0]
-        status = None
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            proc.kill()
-        output = proc.communicate()[0]
-        status = "timeout"
+    output, timed_out = _communicate_or_kill(proc, max(1.0, float(timeout_s)))
+    status = "timeout" if timed_out else None
     wall = time.monotonic() - t0
     text = (output or b"").decode("utf-8", "replace")
     data = _read_result(out_path)

@@ -391,6 +391,8 @@ def iommu_group_type(bus_id, sysfs_root="/sys"):
 
 
 def _read(path):
+    # its own copy of _fs.read_text: this file is also installed alone on hosts (sglang_monitoring's textfile
+    # collector imports it as blackwell_gpu._gpu, next to _gpu_health and _journal only)
     try:
         with open(path) as handle:
             return handle.read()

@@ -23,6 +23,8 @@ import os
 import platform
 import re
 
+from ansible_collections.blackwell.sglang.plugins.module_utils._fs import read_text as _read
+
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "ftp_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
               "FTP_PROXY")
 NO_PROXY_VARS = ("no_proxy", "NO_PROXY")
@@ -110,14 +112,6 @@ def glibc_version():
         return None
     match = re.match(r"glibc (\d+\.\d+)", text or "")
     return match.group(1) if match else None
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def usable_cpus():

@@ -569,17 +569,29 @@ def p2p_risks(gpu, members):
     return risks, notes
 
 
-def check_p2p(gpu, cfg, env):
-    name = "p2p_topology"
+def _tp_members_or_verdict(name, gpu, cfg, single):
+    """The tensor-parallel GPUs of a multi-GPU check, or the check's verdict when there is nothing to check.
+
+    :param single: what the PASS for TP 1 says (``"TP %d: ..."``, formatted with the TP size).
+    :returns: ``(members, None)`` or ``(None, check)`` (no GPUs: skip; TP 1: pass; fewer than 2 GPUs in the set: skip).
+    """
     tp = int(cfg["tp_size"])
     members, _excluded = tp_set(gpu, cfg)
     if not gpu.get("gpu_count"):
-        return check(name, SKIP, "no GPUs")
+        return None, check(name, SKIP, "no GPUs")
     if tp <= 1:
-        return check(name, PASS, "TP %d: no GPU-to-GPU traffic" % tp)
+        return None, check(name, PASS, single % tp)
     if len(members) < 2:
-        return check(name, SKIP, "TP %d but only %d GPU(s) in the tensor-parallel set: see tensor_parallel_gpus"
-                     % (tp, len(members)))
+        return None, check(name, SKIP, "TP %d but only %d GPU(s) in the tensor-parallel set: see tensor_parallel_gpus"
+                           % (tp, len(members)))
+    return members, None
+
+
+def check_p2p(gpu, cfg, env):
+    name = "p2p_topology"
+    members, verdict = _tp_members_or_verdict(name, gpu, cfg, "TP %d: no GPU-to-GPU traffic")
+    if verdict:
+        return verdict
     topo = gpu.get("topology") or {}
     names = ["GPU%s" % g.get("index") for g in members]
     links = topo.get("links") or {}
@@ -610,15 +622,9 @@ def check_p2p(gpu, cfg, env):
 
 def check_custom_all_reduce(gpu, cfg, args):
     name = "custom_all_reduce"
-    tp = int(cfg["tp_size"])
-    members, _excluded = tp_set(gpu, cfg)
-    if not gpu.get("gpu_count"):
-        return check(name, SKIP, "no GPUs")
-    if tp <= 1:
-        return check(name, PASS, "TP %d: custom all-reduce not used" % tp)
-    if len(members) < 2:
-        return check(name, SKIP, "TP %d but only %d GPU(s) in the tensor-parallel set: see tensor_parallel_gpus"
-                     % (tp, len(members)))
+    members, verdict = _tp_members_or_verdict(name, gpu, cfg, "TP %d: custom all-reduce not used")
+    if verdict:
+        return verdict
     pattern = re.compile(cfg["geforce_pattern"])
     geforce = [g for g in members if pattern.search(g.get("name") or "")]
     p2p = gpu.get("p2p_read") or {}

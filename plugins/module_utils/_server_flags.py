@@ -38,6 +38,7 @@ Errors are :class:`FlagError` whose message names the flag, the value and the SG
 
 from __future__ import annotations
 
+import json
 import re
 
 # Flags whose value picks a kernel backend; on CC 12.x each must be explicit and on the allow-list.
@@ -564,6 +565,41 @@ print(json.dumps(out))
 _HELP_OPT_RE = re.compile(
     r"(?<![\w-])(--?[A-Za-z0-9][\w-]*)"
     r"(?:[ =](?P<arg>\{[^}]*\}|\[[^\]]*\]|[A-Z][A-Z0-9_]*(?:\s\[[^\]]*\])*))?")
+
+
+def run_bounded(module, argv, timeout, environ_update=None):
+    """``module.run_command(argv)`` from ``/`` with Python warnings off, under coreutils ``timeout`` when present.
+
+    :returns: ``(rc, stdout, stderr)``; rc 124 when the time ran out.
+    """
+    timeout_bin = module.get_bin_path("timeout")
+    prefix = [timeout_bin, str(timeout)] if timeout_bin else []
+    env = dict({"PYTHONWARNINGS": "ignore"}, **(environ_update or {}))
+    return module.run_command(prefix + list(argv), environ_update=env, cwd="/", check_rc=False)
+
+
+def run_introspection(module, python, script, arg, timeout):
+    """Run a parser-introspection ``script`` (:data:`INTROSPECT_SCRIPT`, ``_gateway.INTROSPECT_SCRIPT``) in a venv.
+
+    The venv's ``python`` gets ``-c script json(arg)`` (docs/architecture.md, "Running code in the target venv"),
+    from ``/``, with warnings off and bounded by coreutils ``timeout`` when present, so a hanging import cannot hang
+    the play.
+
+    :param module: the AnsibleModule (``run_command``, ``get_bin_path``).
+    :returns: ``(rc, stdout, stderr, data)``; ``data`` is the JSON of the last stdout line, None when there is none.
+    """
+    rc, out, err = run_bounded(module, [python, "-c", script, json.dumps(arg)], timeout)
+    try:
+        data = json.loads(out.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        data = None
+    return rc, out, err, data
+
+
+def flag_table(spec):
+    """``{option: {"takes_value", "choices"}}`` of a parser spec, sorted by option (the modules' ``flags`` result)."""
+    return dict((opt, {"takes_value": e["takes_value"], "choices": e["choices"]})
+                for opt, e in sorted(spec["options"].items()))
 
 
 def parse_help_text(text):

@@ -17,13 +17,16 @@ then the requirements computed here:
   the resolution would install or replace, and who asked for it, before anything changes.
 * :func:`classify_pip_failure` turns pip/uv output into one stable verdict name.
 
-Pure Python, standard library only: it runs on the controller (filters) and in unit tests.
+Pure Python, standard library only (packaging where importable, for the name rule): it runs on the controller
+(filters) and in unit tests.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
+
+from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
 
 # Distributions the other roles own. Names are PEP 503-normalised; shell-style patterns are allowed.
 DEFAULT_PROTECTED = (
@@ -45,8 +48,9 @@ MODES = ("all", "none")
 
 
 def normalize_name(name):
-    """PEP 503 normalisation: ``Flashinfer_Python`` -> ``flashinfer-python``."""
-    return re.sub(r"[-_.]+", "-", str(name).strip()).lower()
+    """PEP 503 normalisation: ``Flashinfer_Python`` -> ``flashinfer-python`` (the collection's one rule,
+    :func:`_venv_metadata.canonicalize_name`)."""
+    return canonicalize_name(name)
 
 
 def requirement_name(requirement):

@@ -27,6 +27,7 @@ import re
 
 from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import gpu_arch_list
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import parse_nvcc_version
+from ansible_collections.blackwell.sglang.plugins.module_utils._fs import read_text as _read
 
 _CUDART_RE = re.compile(r"^\s*#\s*define\s+CUDART_VERSION\s+(\d+)", re.MULTILINE)
 _CMAKE_RE = re.compile(r"cmake version (\d+)\.(\d+)(?:\.(\d+))?")
@@ -145,14 +146,6 @@ def cccl_layout(cuda_home):
         if legacy is None and os.path.isfile(os.path.join(inc, "cuda", "std", "utility")):
             legacy = inc
     return {"cccl_dir": cccl_dir, "legacy_dir": legacy, "cuda13_layout": bool(cccl_dir and not legacy)}
-
-
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def _nvcc_version(run, path):

@@ -11,24 +11,22 @@ what is really on the host *now*:
 
 * ``inputs``: whatever the caller says the step depends on (pins, index URLs, argv, arch ...), hashed
   canonically (:func:`inputs_digest`), together with the interpreter's real path;
-* the venv's live state, read by :data:`READER` (run with the venv's interpreter, importlib.metadata only,
-  nothing imported): every requirement in ``requirements`` must be installed at a version that satisfies it,
-  its dependency closure (``Requires-Dist``, markers evaluated, extras followed) must be complete, and the
-  digest of that closure's ``name==version`` plus the sha256 of each distribution's ``RECORD`` (the file
-  list with per-file hashes that pip writes) must equal the stamp's: a hand-removed, up- or downgraded or
-  reinstalled package therefore re-triggers the step;
+* the venv's live state, read by the one venv metadata reader (:mod:`_venv_metadata`, run with the venv's
+  interpreter, importlib.metadata only, nothing imported): every requirement in ``requirements`` must be installed
+  at a version that satisfies it, its dependency closure (``Requires-Dist``, markers evaluated, extras followed)
+  must be complete, and the digest of that closure's ``name==version`` plus the sha256 of each distribution's
+  ``RECORD`` (the file list with per-file hashes that pip writes) must equal the stamp's: a hand-removed, up- or
+  downgraded or reinstalled package therefore re-triggers the step. With ``digest="named"`` the digest covers only
+  the distributions named in ``requirements`` and ``names`` (the closure is still checked strictly): a step whose
+  dependencies other roles later move within their specifiers (FlashInfer's, after sglang_source) is no miss then;
 * ``files``: sha256 of host files (for example ``nvcc`` and ``ptxas``) that the step's result depends on.
-
-The reader is the one venv metadata reader that the stamps use (issue 18 lists three near-copies in
-roles/sglang_release/files/venv_inventory.py, roles/flashinfer/files/dist_versions.py and
-roles/sglang_source/files/sglang_env_state.py; :func:`read_state` returns every distribution's version too, so
-callers can drop a separate read).
 
 Shapes (all JSON-serialisable):
 
 * reader output: ``{"python": "3.12.3", "executable": "/opt/v/bin/python", "packaging": true,
-  "distributions": {name: version}, "closure": {name: {"version": str, "record": sha256 hex or null}},
-  "unsatisfied": [str], "missing": [str]}`` (names normalised by :func:`normalize`);
+  "distributions": {name: version}, "closure": {name: {"version": str, "record": sha256 hex or null,
+  "named": bool}}, "unsatisfied": [str], "missing": [str], ...}`` (names normalised by :func:`normalize`;
+  :mod:`_venv_metadata` has the whole shape);
 * stamp file: ``{"format": 1, "inputs": sha256 hex, "closure": sha256 hex, "files": {path: sha256 hex},
   "result": any}``.
 """
@@ -38,85 +36,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
+
+from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name, read_venv
 
 STAMP_FORMAT = 1
 
-# Run as ``<venv python> -c READER <json args>``; args: {"requirements": [PEP 508 str], "names": [str]}.
-# packaging comes from the venv itself (a venv made by pip has pip._vendor.packaging); without it nothing can be
-# compared and the reader says so ("packaging": false), which makes every stamp a miss.
-READER = r'''
-import hashlib, json, platform, re, sys
-from importlib import metadata
-args = json.loads(sys.argv[1])
-def norm(n):
-    return re.sub(r"[-_.]+", "-", n).lower()
-try:
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-except ImportError:
-    try:
-        from pip._vendor.packaging.requirements import Requirement
-    except ImportError:
-        Requirement = None
-dists = {}
-for d in metadata.distributions():
-    name = d.metadata.get("Name")
-    if name and norm(name) not in dists:
-        dists[norm(name)] = d
-out = {"python": platform.python_version(), "executable": sys.executable, "packaging": Requirement is not None,
-       "distributions": {k: v.version for k, v in sorted(dists.items())}, "closure": {}, "unsatisfied": [],
-       "missing": []}
-def record(d):
-    try:
-        text = d.read_text("RECORD")
-    except Exception:
-        text = None
-    return hashlib.sha256(text.encode("utf-8")).hexdigest() if text is not None else None
-# requirements are strict (what pip would resolve: the closure must be complete and satisfied); names and their
-# dependencies are digested as they are (an absent dependency is digested as absent, so installing it later, or
-# removing one, changes the digest; a partial install such as SGLang without optional dependencies is no miss)
-queue = [(r, True) for r in args.get("requirements", [])] + [(n, False) for n in args.get("names", [])]
-seen = set()
-while queue and Requirement is not None:
-    text, strict = queue.pop(0)
-    try:
-        req = Requirement(text)
-    except Exception:
-        if strict:
-            out["unsatisfied"].append(text)
-        continue
-    name = norm(req.name)
-    dist = dists.get(name)
-    if dist is None:
-        if strict:
-            out["missing"].append(text)
-        else:
-            out["closure"].setdefault(name, {"version": None, "record": None})
-        continue
-    if strict and req.specifier and not req.specifier.contains(dist.version, prereleases=True):
-        out["unsatisfied"].append("%s (installed %s)" % (text, dist.version))
-    key = (name, tuple(sorted(req.extras)), strict)
-    if key in seen:
-        continue
-    seen.add(key)
-    out["closure"][name] = {"version": dist.version, "record": record(dist)}
-    for sub in dist.requires or []:
-        try:
-            subreq = Requirement(sub)
-        except Exception:
-            continue
-        if subreq.marker is not None:
-            if not any(subreq.marker.evaluate({"extra": e}) for e in (list(req.extras) or [""])):
-                continue
-        queue.append((sub, strict))
-json.dump(out, sys.stdout, sort_keys=True)
-'''
+# What a stamp digests of the reader's closure: every distribution of it, or only those the caller named
+# (requirements and names; their dependencies are still checked strictly, but not digested).
+DIGESTS = ("closure", "named")
 
 
 def normalize(name):
-    """PEP 503 name normalisation: ``Flashinfer_Python`` -> ``flashinfer-python``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """PEP 503 name normalisation: ``Flashinfer_Python`` -> ``flashinfer-python`` (:func:`_venv_metadata.canonicalize_name`)."""
+    return canonicalize_name(name)
 
 
 def inputs_digest(inputs, python=None):
@@ -129,9 +61,18 @@ def inputs_digest(inputs, python=None):
     return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
-def closure_digest(closure):
-    """sha256 hex of a reader ``closure`` mapping ``{name: {"version", "record"}}`` (order-independent)."""
-    items = sorted((name, item.get("version"), item.get("record")) for name, item in (closure or {}).items())
+def closure_digest(closure, digest="closure"):
+    """sha256 hex of a reader ``closure`` mapping ``{name: {"version", "record", "named"}}`` (order-independent).
+
+    :param digest: ``closure`` digests every entry; ``named`` only the entries that are themselves one of the
+        requirements or names (a dependency that another step later up- or downgrades within its specifier is then
+        no miss; its presence and version are still checked strictly by :func:`evaluate`).
+    :raises ValueError: on another ``digest``.
+    """
+    if digest not in DIGESTS:
+        raise ValueError("digest must be one of %s, got %r" % (", ".join(DIGESTS), digest))
+    items = sorted((name, item.get("version"), item.get("record")) for name, item in (closure or {}).items()
+                   if digest == "closure" or item.get("named"))
     return hashlib.sha256(json.dumps(items, separators=(",", ":")).encode("utf-8")).hexdigest()
 
 
@@ -148,7 +89,7 @@ def file_digest(path, chunk=1 << 20):
 
 
 def read_state(run, python, requirements=(), names=()):
-    """Run :data:`READER` with ``python``; returns the reader output (see the module docstring) or raises.
+    """Read the venv of ``python`` with the one reader (:func:`_venv_metadata.read_venv`); returns its output or raises.
 
     :param run: ``run(argv) -> (rc, stdout, stderr)`` (AnsibleModule.run_command or a test double of it).
     :param requirements: PEP 508 strings that must be satisfied (their closure is digested).
@@ -156,19 +97,16 @@ def read_state(run, python, requirements=(), names=()):
         a version or completeness check (absent ones are digested as absent: installing one later is a miss).
     :raises RuntimeError: the interpreter failed or printed something that is not the reader's JSON.
     """
-    args = json.dumps({"requirements": list(requirements), "names": list(names)})
-    rc, out, err = run([python, "-c", READER, args])
-    if rc != 0:
-        raise RuntimeError("%s could not read its distributions (rc=%s): %s" % (python, rc, (err or out).strip()[-2000:]))
-    try:
-        return json.loads(out)
-    except ValueError as exc:
-        raise RuntimeError("%s printed no distribution JSON (%s): %s" % (python, exc, out[-2000:]))
+    return read_venv(run, python, {"requirements": list(requirements), "names": list(names)})
 
 
-def build_stamp(inputs_hex, state=None, files=None, result=None):
-    """The stamp dict written after a step succeeded (``state`` is :func:`read_state`'s output or None)."""
-    return {"format": STAMP_FORMAT, "inputs": inputs_hex, "closure": closure_digest(state["closure"]) if state else None,
+def build_stamp(inputs_hex, state=None, files=None, result=None, digest="closure"):
+    """The stamp dict written after a step succeeded (``state`` is :func:`read_state`'s output or None).
+
+    :param digest: what of the closure is digested (:func:`closure_digest`).
+    """
+    return {"format": STAMP_FORMAT, "inputs": inputs_hex,
+            "closure": closure_digest(state["closure"], digest) if state else None,
             "files": dict(sorted((files or {}).items())), "result": result}
 
 
@@ -182,8 +120,11 @@ def load_stamp(path):
     return stamp if isinstance(stamp, dict) and stamp.get("format") == STAMP_FORMAT else None
 
 
-def evaluate(stamp, inputs_hex, state=None, files=None):
+def evaluate(stamp, inputs_hex, state=None, files=None, digest="closure"):
     """Compare a loaded stamp with the live host; returns ``(matched: bool, reasons: [str])``.
+
+    With ``digest="named"`` only the named distributions are compared by digest; the whole closure is still
+    checked: a missing or unsatisfied requirement anywhere in it is a miss.
 
     Every reason names what differs, so a miss is explained in the task output. ``state`` None means no venv
     is part of the step; ``files`` maps path -> live sha256 (None for a missing file).
@@ -200,7 +141,7 @@ def evaluate(stamp, inputs_hex, state=None, files=None):
             reasons.append("not installed: %s" % item)
         for item in state.get("unsatisfied") or []:
             reasons.append("not satisfied: %s" % item)
-        if stamp is not None and stamp.get("closure") != closure_digest(state.get("closure")):
+        if stamp is not None and stamp.get("closure") != closure_digest(state.get("closure"), digest):
             reasons.append("the installed distributions changed")
     for path, digest in sorted((files or {}).items()):
         if digest is None:

@@ -72,7 +72,6 @@ validated:
   elements: dict
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -93,13 +92,9 @@ def main():
     p = module.params
     if not os.access(p["python"], os.X_OK):
         module.fail_json(msg="%s is not an executable python (is the smg venv installed?)" % p["python"])
-    timeout_bin = module.get_bin_path("timeout")
-    prefix = [timeout_bin, str(p["timeout"])] if timeout_bin else []
-    rc, out, err = module.run_command(prefix + [p["python"], "-c", _gateway.INTROSPECT_SCRIPT, json.dumps(p["args"])],
-                                      environ_update={"PYTHONWARNINGS": "ignore"}, cwd="/", check_rc=False)
-    try:
-        data = json.loads(out.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    rc, out, err, data = _server_flags.run_introspection(module, p["python"], _gateway.INTROSPECT_SCRIPT, p["args"],
+                                                         p["timeout"])
+    if data is None:
         module.fail_json(msg="cannot read the installed smg's parser with %s (rc %s): %s"
                          % (p["python"], rc, (err or out)[-1500:]))
     if data.get("import_error") or not data.get("actions"):
@@ -107,8 +102,7 @@ def main():
     spec = _server_flags.parser_spec_from_actions(data["actions"])
     revision = "smg %s" % (data.get("version") or "unknown version")
     result = dict(changed=False, version=data.get("version"), policies=data.get("policies") or [],
-                  flags=dict((opt, {"takes_value": e["takes_value"], "choices": e["choices"]})
-                             for opt, e in sorted(spec["options"].items())))
+                  flags=_server_flags.flag_table(spec))
     if p["args"]:
         try:
             result["validated"] = _server_flags.validate_args(p["args"], spec, revision)

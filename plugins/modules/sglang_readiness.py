@@ -186,16 +186,8 @@ class Journal(object):
             cmd.extend(["-u", self.unit, "-n", "500"])
         if self.cursor:
             cmd.append("--after-cursor=%s" % self.cursor)
-        rc, out, _err = self.module.run_command(cmd, check_rc=False)
-        if rc != 0:
-            return []
-        lines = []
-        for line in out.splitlines():
-            if line.startswith("-- cursor: "):
-                self.cursor = line[len("-- cursor: "):].strip()
-            elif line.strip() and line.strip() != "-- No entries --":
-                lines.append(line)
-        return lines
+        lines, self.cursor = read_journal(self.module, cmd, self.cursor)
+        return [line for line in lines if line.strip() and line.strip() != "-- No entries --"]
 
 
 class KernelLog(object):
@@ -213,16 +205,26 @@ class KernelLog(object):
             return []
         cmd = [self.journalctl, "-k", "--no-pager", "-o", "cat", "--show-cursor"]
         cmd.append("--after-cursor=%s" % self.cursor if self.cursor else "--since=@%d" % int(self.since))
-        rc, out, _err = self.module.run_command(cmd, check_rc=False)
-        if rc != 0:
-            return []
-        lines = []
-        for line in out.splitlines():
-            if line.startswith("-- cursor: "):
-                self.cursor = line[len("-- cursor: "):].strip()
-            elif "NVRM" in line:
-                lines.append(line)
-        return lines
+        lines, self.cursor = read_journal(self.module, cmd, self.cursor)
+        return [line for line in lines if "NVRM" in line]
+
+
+def read_journal(module, cmd, cursor):
+    """Run a ``journalctl ... --show-cursor`` command; returns ``(lines, cursor)``.
+
+    ``lines`` are the output lines without the ``-- cursor: `` line (none when journalctl failed); ``cursor`` is the
+    one it printed, else the ``cursor`` given (the next call continues from there).
+    """
+    rc, out, _err = module.run_command(cmd, check_rc=False)
+    if rc != 0:
+        return [], cursor
+    lines = []
+    for line in out.splitlines():
+        if line.startswith("-- cursor: "):
+            cursor = line[len("-- cursor: "):].strip()
+        else:
+            lines.append(line)
+    return lines, cursor
 
 
 def systemctl_show(module, unit, props):

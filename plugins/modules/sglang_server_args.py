@@ -115,7 +115,6 @@ backends:
   type: dict
 """
 
-import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -128,19 +127,14 @@ def read_parser(module, python, stub_modules, timeout):
 
     Each python run is bounded by coreutils ``timeout`` (when present) so a hanging import cannot hang the play.
     """
-    timeout_bin = module.get_bin_path("timeout")
-    prefix = [timeout_bin, str(timeout)] if timeout_bin else []
-    cmd = prefix + [python, "-c", flags_util.INTROSPECT_SCRIPT, json.dumps(stub_modules)]
-    rc, out, err = module.run_command(cmd, environ_update={"PYTHONWARNINGS": "ignore"}, cwd="/", check_rc=False)
+    rc, out, err, data = flags_util.run_introspection(module, python, flags_util.INTROSPECT_SCRIPT, stub_modules, timeout)
     info = {"stubbed_modules": [], "commit": None, "commit_source": None, "version": None}
     errors = []
-    data = None
     if rc == 0:
-        try:
-            data = json.loads(out.strip().splitlines()[-1])
-        except (ValueError, IndexError):
+        if data is None:
             errors.append("introspection printed no JSON: %s" % (out[-500:] or err[-500:]))
     else:
+        data = None
         errors.append("introspection exited %s: %s" % (rc, err[-1500:]))
     if data:
         info.update({k: data.get(k) for k in ("version", "commit", "commit_source", "stubbed_modules")})
@@ -149,9 +143,8 @@ def read_parser(module, python, stub_modules, timeout):
             info["method"] = data.get("method")
             return spec, info
         errors.append(data.get("import_error") or "no parser actions")
-    rc, out, err = module.run_command(prefix + [python, "-m", "sglang.launch_server", "--help"], cwd="/",
-                                      environ_update={"COLUMNS": "200", "PYTHONWARNINGS": "ignore"},
-                                      check_rc=False)
+    rc, out, err = flags_util.run_bounded(module, [python, "-m", "sglang.launch_server", "--help"], timeout,
+                                          {"COLUMNS": "200"})
     if rc == 0 and "--model-path" in out:
         info["method"] = "launch_server --help"
         return flags_util.parse_help_text(out), info
@@ -180,8 +173,7 @@ def main():
     result = dict(changed=False, revision=revision, method=info.get("method"), version=info.get("version"),
                   commit=info.get("commit"), commit_source=info.get("commit_source"),
                   stubbed_modules=info.get("stubbed_modules") or [],
-                  flags=dict((opt, {"takes_value": e["takes_value"], "choices": e["choices"]})
-                             for opt, e in sorted(spec["options"].items())))
+                  flags=flags_util.flag_table(spec))
     args = p["args"]
     if args:
         try:

@@ -16,7 +16,8 @@ description:
     still stands for everything the step depends on, read live from the host in one call.
   - The I(inputs) (pins, index URLs, argv, arch, source hash ...) and the interpreter's real path are hashed; a
     different hash is a miss.
-  - With I(python), the venv's distributions are read with that interpreter (importlib.metadata, nothing imported);
+  - With I(python), the venv's distributions are read with that interpreter by the collection's one venv metadata reader
+    (importlib.metadata, nothing imported; see M(blackwell.sglang.venv_facts));
     every entry of I(requirements) must be installed at a version that satisfies it, the dependency closure of
     I(requirements) must be complete, and the digest of the closure of I(requirements) and I(names) (name, version and the sha256
     of each distribution's C(RECORD)) must equal the stamp's. A removed, changed or reinstalled package is a miss.
@@ -55,6 +56,16 @@ options:
     type: list
     elements: str
     default: []
+  digest:
+    description:
+      - What of the dependency closure is digested. C(closure) (every distribution in it) or C(named) (only the
+        distributions named in I(requirements) and I(names); the whole closure is still checked for presence and
+        versions, so a missing or unsatisfied dependency is a miss either way).
+      - C(named) suits a step whose dependencies later roles move within their specifiers (FlashInfer's, after
+        sglang_source installs SGLang's dependencies), which would otherwise miss once on every first re-run.
+    type: str
+    choices: [closure, named]
+    default: closure
   files:
     description: Host files whose sha256 is part of the stamp (for example the C(nvcc) and C(ptxas) binaries).
     type: list
@@ -143,6 +154,7 @@ def main():
             python=dict(type="path"),
             requirements=dict(type="list", elements="str", default=[]),
             names=dict(type="list", elements="str", default=[]),
+            digest=dict(type="str", choices=list(vs.DIGESTS), default="closure"),
             files=dict(type="list", elements="path", default=[]),
             result=dict(type="raw"),
         ),
@@ -168,8 +180,8 @@ def main():
     stamp = vs.load_stamp(params["path"])
     written = False
     if params["state"] == "record":
-        fresh = vs.build_stamp(inputs_hex, state, files, params["result"])
-        matched, reasons = vs.evaluate(fresh, inputs_hex, state, files)
+        fresh = vs.build_stamp(inputs_hex, state, files, params["result"], params["digest"])
+        matched, reasons = vs.evaluate(fresh, inputs_hex, state, files, params["digest"])
         venv_reasons = [r for r in reasons if not r.startswith("missing file: ")]
         if venv_reasons:
             module.fail_json(msg="refusing to record a stamp for a venv that does not satisfy it: %s" % "; ".join(venv_reasons),
@@ -182,7 +194,7 @@ def main():
                 module.fail_json(msg="cannot write the stamp %s: %s" % (params["path"], exc))
         stamp = fresh
     else:
-        matched, reasons = vs.evaluate(stamp, inputs_hex, state, files)
+        matched, reasons = vs.evaluate(stamp, inputs_hex, state, files, params["digest"])
     module.exit_json(
         changed=False, matched=matched, reasons=reasons, written=written,
         distributions=(state or {}).get("distributions", {}), python_version=(state or {}).get("python", ""),

@@ -2,11 +2,25 @@
 
 Run with the venv's interpreter. Reads metadata only (importlib.metadata); torch is imported for its CUDA
 build only when it is installed, and an import failure is reported, not raised.
+
+Kept only for playbooks/audit.yml: the release manifest reads the venv with blackwell.sglang.venv_facts
+(module_utils/_venv_metadata.py, the one venv metadata reader) and the audit compares against it, so the names here
+are normalised by the same PEP 503 rule. When the audit calls venv_facts too, this file goes.
 """
 import json
 import platform
+import re
 import sys
 from importlib import metadata
+
+
+def canonicalize_name(name):
+    """PEP 503, as module_utils/_venv_metadata.canonicalize_name (packaging's rule)."""
+    try:
+        from packaging.utils import canonicalize_name as canonical  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return re.sub(r"[-_.]+", "-", name.strip()).lower()
+    return str(canonical(name.strip()))
 
 
 def main():
@@ -14,7 +28,7 @@ def main():
     for dist in metadata.distributions():
         name = dist.metadata.get("Name")
         if name:
-            dists[name.lower().replace("_", "-")] = dist.version
+            dists.setdefault(canonicalize_name(name), dist.version)
     torch = {}
     if "torch" in dists:
         try:

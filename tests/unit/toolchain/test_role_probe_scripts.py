@@ -9,10 +9,11 @@ import sys
 
 import pytest
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _venv_metadata as vm
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 WHEEL_HOME = ROOT / "roles" / "cuda_toolchain" / "files" / "cuda_wheel_home.py"
 TORCH_PROBE = ROOT / "roles" / "torch_nightly" / "files" / "torch_probe.py"
-DIST_VERSIONS = ROOT / "roles" / "flashinfer" / "files" / "dist_versions.py"
 
 
 def _fake_dist(site, name, version, files):
@@ -57,7 +58,13 @@ def test_wheel_home_is_null_without_nvcc(tmp_path):
 def test_dist_versions_reads_metadata_only(tmp_path):
     _fake_dist(tmp_path, "flashinfer-python", "0.6.5", ["flashinfer/__init__.py"])
     (tmp_path / "flashinfer" / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
-    result = _run(DIST_VERSIONS, tmp_path, "flashinfer-python", "flashinfer-jit-cache")
+    # the one venv metadata reader (module_utils._venv_metadata, what venv_facts runs), with this interpreter
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+
+    def run(argv):
+        proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False, timeout=120)
+        return proc.returncode, proc.stdout, proc.stderr
+    result = vm.read_venv(run, sys.executable, {"versions": ["flashinfer-python", "flashinfer-jit-cache"]})["versions"]
     assert result == {"flashinfer-python": "0.6.5", "flashinfer-jit-cache": None}
 
 

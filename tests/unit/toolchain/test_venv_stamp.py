@@ -275,3 +275,106 @@ def test_names_digest_a_partial_install_as_it_is(run, site):
     stamp = _stamp(run, requirements=[], names=["demo-sglang"])
     _remove(next(site.glob("demo_filelock-*.dist-info")))
     assert _check(run, stamp, requirements=[], names=["demo-sglang"]) == (False, ["the installed distributions changed"])
+
+
+# digest="named" (the FlashInfer install stamp): FlashInfer's closure is checked strictly, but only the named
+# distributions (its pins and the protected ones) are digested, so sglang_source moving a shared dependency within
+# FlashInfer's specifiers is no miss on the first re-run (docs/benchmarks/noop-1host-20261201.md, Notes).
+FI_PINS = ["demo-flashinfer-python==0.6.3"]
+FI_NAMES = ["demo-torch", "demo-torchvision"]
+FI_INPUTS = {"packages": FI_PINS, "index": "https://flashinfer.ai/whl"}
+
+
+def _fi_stamp(run):
+    state = vs.read_state(run, sys.executable, FI_PINS, FI_NAMES)
+    return vs.build_stamp(vs.inputs_digest(FI_INPUTS, sys.executable), state, digest="named")
+
+
+def _fi_check(run, stamp, pins=None, inputs=None, digest="named"):
+    state = vs.read_state(run, sys.executable, FI_PINS if pins is None else pins, FI_NAMES)
+    return vs.evaluate(stamp, vs.inputs_digest(FI_INPUTS if inputs is None else inputs, sys.executable), state,
+                       digest=digest)
+
+
+def test_named_digest_ignores_a_dependency_moved_within_its_specifier(run, site):
+    stamp = _fi_stamp(run)
+    assert _fi_check(run, stamp) == (True, [])
+    # what sglang_source does: upgrade a dependency FlashInfer shares (demo-torch requires demo-filelock>=3)
+    _remove(next(site.glob("demo_filelock-*.dist-info")))
+    _dist(site, "demo-filelock", "3.21.0")
+    assert _fi_check(run, stamp) == (True, [])
+    # ... and unrelated installs
+    _dist(site, "demo-unrelated", "9.9")
+    assert _fi_check(run, stamp) == (True, [])
+    # the whole-closure digest of the same stamp inputs would have missed on exactly that (the old behaviour)
+    closure_stamp = vs.build_stamp(vs.inputs_digest(FI_INPUTS, sys.executable),
+                                   vs.read_state(run, sys.executable, FI_PINS, FI_NAMES))
+    _remove(next(site.glob("demo_filelock-*.dist-info")))
+    _dist(site, "demo-filelock", "3.22.0")
+    assert _fi_check(run, closure_stamp, digest="closure") == (False, ["the installed distributions changed"])
+    assert _fi_check(run, stamp) == (True, [])
+
+
+def test_named_digest_still_misses_on_every_change_it_stands_for(run, site):
+    stamp = _fi_stamp(run)
+    # the inputs (the pins, the index)
+    assert _fi_check(run, stamp, inputs=dict(FI_INPUTS, index="https://pypi.org/simple")) == (False, ["the inputs changed"])
+    matched, reasons = _fi_check(run, stamp, pins=["demo-flashinfer-python==0.6.4"],
+                                 inputs=dict(FI_INPUTS, packages=["demo-flashinfer-python==0.6.4"]))
+    assert not matched and "the inputs changed" in reasons
+    assert "not satisfied: demo-flashinfer-python==0.6.4 (installed 0.6.3)" in reasons
+    # a dependency of the closure removed, or moved out of its specifier: strict check, whatever the digest
+    info = next(site.glob("demo_filelock-*.dist-info"))
+    _remove(info)
+    assert _fi_check(run, stamp) == (False, ["not installed: demo-filelock>=3"])
+    _dist(site, "demo-filelock", "2.0")
+    assert _fi_check(run, stamp) == (False, ["not satisfied: demo-filelock>=3 (installed 2.0)"])
+    _remove(next(site.glob("demo_filelock-*.dist-info")))
+    _dist(site, "demo-filelock", "3.20.0")
+    assert _fi_check(run, stamp) == (True, [])
+
+
+def test_named_digest_misses_on_a_changed_pinned_or_protected_distribution(run, site):
+    stamp = _fi_stamp(run)
+    # FlashInfer reinstalled (other files)
+    record = next(site.glob("demo_flashinfer_python-*.dist-info")) / "RECORD"
+    text = record.read_text()
+    record.write_text(text + "demo-flashinfer-python/extra.so,sha256=x,1\n")
+    assert _fi_check(run, stamp) == (False, ["the installed distributions changed"])
+    record.write_text(text)
+    assert _fi_check(run, stamp) == (True, [])
+    # torch (protected, named) replaced by another build
+    _remove(next(site.glob("demo_torch-*.dist-info")))
+    _dist(site, "demo-torch", "2.10.0.dev20251202+cu130", requires=["demo-filelock>=3"])
+    assert _fi_check(run, stamp) == (False, ["the installed distributions changed"])
+    # a protected distribution that was absent is installed (torchvision)
+    stamp = _fi_stamp(run)
+    _dist(site, "demo-torchvision", "0.25.0")
+    assert _fi_check(run, stamp) == (False, ["the installed distributions changed"])
+
+
+def test_unknown_digest_is_refused():
+    with pytest.raises(ValueError, match="digest must be one of closure, named"):
+        vs.closure_digest({}, "everything")
+
+
+def test_module_records_and_checks_a_named_digest(tmp_path, site):
+    args = {"path": str(tmp_path / "fi.json"), "python": sys.executable, "requirements": FI_PINS, "names": FI_NAMES,
+            "inputs": FI_INPUTS, "digest": "named"}
+    assert _module(tmp_path, site, dict(args, state="record"))["written"] is True
+    _remove(next(site.glob("demo_filelock-*.dist-info")))
+    _dist(site, "demo-filelock", "3.21.0")
+    assert _module(tmp_path, site, args)["matched"] is True
+    assert _module(tmp_path, site, dict(args, digest="closure"))["matched"] is False
+
+
+@pytest.mark.parametrize("name", ["Flashinfer_Python", "zope.interface", "A-_.b", "  torch ", "sgl__kernel", "NVIDIA-cuBLAS-cu13"])
+def test_one_name_rule_with_and_without_packaging(name):
+    """The fallback of _venv_metadata.canonicalize_name is packaging's rule exactly (PEP 503)."""
+    from packaging.utils import canonicalize_name as packaging_rule  # pylint: disable=import-outside-toplevel
+
+    from ansible_collections.blackwell.sglang.plugins.module_utils import _venv_metadata as vm  # pylint: disable=import-outside-toplevel
+    assert vm.canonicalize_name(name) == str(packaging_rule(name.strip()))
+    assert vm.SEPARATORS_RE.sub("-", name.strip()).lower() == str(packaging_rule(name.strip()))
+    # the reader's names and the stamps' names are the same rule
+    assert vs.normalize(name) == vm.canonicalize_name(name)
