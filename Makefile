@@ -41,6 +41,9 @@ PYTEST_ARGS        ?=
 # pytest-xdist workers for make unit (auto = one per core; 0 = no workers, one process as before)
 PYTEST_JOBS        ?= auto
 INVENTORY          ?= inventories/sandbox
+# The sandbox image tag: make image builds it, Molecule (molecule/_shared/config.yml) and make sandbox-up use it.
+BLACKWELL_SANDBOX_IMAGE ?= localhost/blackwell-sandbox:bookworm
+export BLACKWELL_SANDBOX_IMAGE
 SANITY_ARGS        ?=
 SANITY_DIR         := $(CACHE)/ansible_collections/blackwell/sglang
 SANITY_VENV        := $(CACHE)/sanity-venv
@@ -87,8 +90,8 @@ $(VENV)/.deps-stamp: requirements-dev.txt tests/requirements.yml | host
 	done
 	touch $@
 
-image: host ## Build the sandbox image localhost/blackwell-sandbox:bookworm (skipped when up to date)
-	bash tests/sandbox/build-image.sh
+image: host ## Build the sandbox image $BLACKWELL_SANDBOX_IMAGE (skipped when its recipe hash, build-image.sh included, matches)
+	SANDBOX_IMAGE=$(BLACKWELL_SANDBOX_IMAGE) bash tests/sandbox/build-image.sh
 
 mirror: venv ## Build the local SGLang git mirror .cache/mirror/sglang.git (skipped when up to date)
 	@# CI always has ../shared/upstream: there a missing bundle is an error, not a skip (a user's clone skips)
@@ -159,8 +162,10 @@ test: ## THE test suite (CI): deps lint sanity unit molecule (KEEP_GOING=1: run 
 sandbox: deps image mirror sandbox-up ## The main job: sandbox container + ansible-playbook site.yml -i inventories/sandbox
 	timeout 5400 $(BIN)/ansible-playbook site.yml -i $(INVENTORY)
 
-sandbox-up: venv image ## Create the sandbox container(s) of INVENTORY and wait for systemd
-	$(BIN)/ansible-playbook playbooks/sandbox_up.yml -i $(INVENTORY)
+sandbox-up: venv image ## Create the sandbox container(s) of INVENTORY and wait for systemd (reached over SSH)
+	@# the SSH client key of the sandbox connection (.cache/sandbox-ssh) + a stale image without sshd named
+	bash tests/sandbox/ssh-setup.sh $(BLACKWELL_SANDBOX_IMAGE) >/dev/null
+	$(BIN)/ansible-playbook playbooks/sandbox_up.yml -i $(INVENTORY) -e sandbox_image=$(BLACKWELL_SANDBOX_IMAGE)
 
 sandbox-down: venv ## Remove the sandbox container(s) of INVENTORY
 	$(BIN)/ansible-playbook playbooks/sandbox_down.yml -i $(INVENTORY)
@@ -171,5 +176,5 @@ clean: ## Remove sandbox/molecule containers and test outputs (keeps .venv, imag
 	rm -rf $(CACHE)/ansible_collections $(CACHE)/facts $(CACHE)/sandbox-image tests/output
 
 distclean: clean ## clean + remove .venv, all of .cache (pip cache, mirror) and the sandbox image
-	-command -v podman >/dev/null && podman rmi -f localhost/blackwell-sandbox:bookworm
+	-command -v podman >/dev/null && podman rmi -f $(BLACKWELL_SANDBOX_IMAGE)
 	rm -rf $(VENV) $(CACHE)

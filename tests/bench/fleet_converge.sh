@@ -17,6 +17,12 @@ export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts   # fresh containers each run: no facts from an earlier run
 OUT=${OUT_MD:-$ROOT/docs/benchmarks/fleet-$(date -u +%Y%m%d).md}
+IMAGE=${BLACKWELL_SANDBOX_IMAGE:-localhost/blackwell-sandbox:bookworm}
+# The connection as inventories/sandbox (since 2026-12-01): SSH through tests/sandbox/ssh-proxy.sh (sshd -i over
+# podman exec -i), pipelining; BENCH_CONNECTION=podman for the containers.podman connection of the earlier runs.
+CONNECTION=${BENCH_CONNECTION:-ssh}
+case $CONNECTION in (ssh|podman) ;; (*) echo "BENCH_CONNECTION must be ssh or podman" >&2; exit 2;; esac
+[[ $CONNECTION == podman ]] || KEY=$(bash "$ROOT/tests/sandbox/ssh-setup.sh" "$IMAGE")
 mkdir -p "$(dirname "$OUT")"
 
 inventory() {  # inventory <n>: n sandbox containers bw-bench-1..n
@@ -24,7 +30,19 @@ inventory() {  # inventory <n>: n sandbox containers bw-bench-1..n
   {
     echo "all:"; echo "  children:"; echo "    sglang_servers:"; echo "      hosts:"
     for i in $(seq 1 "$n"); do echo "        bench-$i: {ansible_host: bw-bench-$i}"; done
-    echo "      vars: {ansible_connection: containers.podman.podman, ansible_python_interpreter: /usr/bin/python3}"
+    echo "      vars:"
+    echo "        ansible_python_interpreter: /usr/bin/python3"
+    if [[ $CONNECTION == ssh ]]; then  # as inventories/sandbox/hosts.yml, with literal paths
+      echo "        ansible_connection: ssh"
+      echo "        ansible_user: root"
+      echo "        ansible_ssh_private_key_file: '$KEY'"
+      echo "        ansible_ssh_common_args: >-"
+      echo "          -o ProxyCommand=\"$ROOT/tests/sandbox/ssh-proxy.sh %h\""
+      echo "          -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
+      echo "        ansible_ssh_use_tty: false"
+    else
+      echo "        ansible_connection: containers.podman.podman"
+    fi
   } > "$f"
   mkdir -p "$WORK/group_vars" && cp -r "$ROOT"/inventories/sandbox/group_vars/* "$WORK/group_vars/"
   echo "$f"
@@ -36,7 +54,7 @@ up() {  # up <n> [first]: fresh containers bw-bench-<first>..<n>
     podman run -d --name "bw-bench-$i" --hostname "bench-$i" --systemd=always --pull=never \
       --ulimit nofile=1024:20000 --ulimit nproc=4096:4096 \
       -v "$ROOT/.cache/wheelhouse:/opt/wheels:ro" -v "$ROOT/.cache/pip:/root/.cache/pip" \
-      -v "$ROOT/.cache/mirror:/srv/mirror:ro" localhost/blackwell-sandbox:bookworm /sbin/init >/dev/null
+      -v "$ROOT/.cache/mirror:/srv/mirror:ro" "$IMAGE" /sbin/init >/dev/null
   done
   for i in $(seq "${2:-1}" "$1"); do
     timeout 120 bash -c "until podman exec bw-bench-$i systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 2; done"
@@ -77,7 +95,8 @@ cat > "$OUT" <<MD
 Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(. /etc/os-release; echo "$PRETTY_NAME"), podman $(podman --version | awk '{print $3}').
 Commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- roles playbooks plugins || echo ' (with uncommitted changes)').
 Playbook: playbooks/rollout.yml on fresh sandbox containers (pip CUDA wheels, wheelhouse torch, SGLang mirror),
-shared pip cache warm. Script: tests/bench/fleet_converge.sh.
+shared pip cache warm. Image $IMAGE. Connection: $CONNECTION. Load average at the end: $(uptime | sed -E 's/.*load average: //').
+Script: tests/bench/fleet_converge.sh.
 
 | run | hosts | wall time (s) | kernel builds | tasks (all plays, all hosts) | goal |
 |---|---|---|---|---|---|

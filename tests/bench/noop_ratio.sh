@@ -2,10 +2,16 @@
 # No-op ratio benchmark (a measurement, not a test; issue 19): converge <n> fresh sandbox hosts with site.yml
 # (PLAYBOOK=playbooks/rollout.yml for the fleet path), converge them again unchanged, and report the rerun's share of the first converge together
 # with the rerun's slowest tasks (profile_tasks) and how many stamps (blackwell.sglang.venv_stamp) matched.
-# Writes docs/benchmarks/noop-<n>host-<date>.md. Goal (issue 19): rerun <= 10% of the first converge, changed=0.
+# Writes docs/benchmarks/noop-<n>host-<date>-<connection>.md. Goal (issue 19): rerun <= 10% of the first converge,
+# changed=0. The machine load (uptime) is recorded before and after each run: on the shared 2-core lab machine other
+# work changes the result.
 #
 #   bash tests/bench/noop_ratio.sh       # 1 host; needs `make deps image mirror` first; about 15-20 min on 2 cores
 #   bash tests/bench/noop_ratio.sh 4     # 4 hosts (the fleet variant; tests/bench/fleet_converge.sh has 1-vs-4)
+#
+# BENCH_CONNECTION=ssh (default: as inventories/sandbox, SSH through tests/sandbox/ssh-proxy.sh, pipelining) or
+# podman (containers.podman.podman, the connection before 2026-12-01, for comparison). The containers are named
+# bw-noop-<i>: never run two at once (on the lab machine: molecule-locked bash -c '...' _ -s noop-bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -14,13 +20,15 @@ case $N in (*[!0-9]*|'') echo "usage: $0 [hosts]" >&2; exit 2;; esac
 ANSIBLE_PLAYBOOK=${ANSIBLE_PLAYBOOK:-$ROOT/.venv/bin/ansible-playbook}
 PLAYBOOK=${PLAYBOOK:-site.yml}
 IMAGE=${BLACKWELL_SANDBOX_IMAGE:-localhost/blackwell-sandbox:bookworm}
+CONNECTION=${BENCH_CONNECTION:-ssh}
+case $CONNECTION in (ssh|podman) ;; (*) echo "BENCH_CONNECTION must be ssh or podman" >&2; exit 2;; esac
 WORK=$(mktemp -d /tmp/noop-bench.XXXXXX)
 export BLACKWELL_ARTIFACT_CACHE=$WORK/artifacts
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg                 # the shipped settings: profile_tasks, pipelining, forks
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts      # fresh containers: no facts from an earlier run
 export PROFILE_TASKS_TASK_OUTPUT_LIMIT=${PROFILE_TASKS_TASK_OUTPUT_LIMIT:-25}
-OUT=${OUT_MD:-$ROOT/docs/benchmarks/noop-${N}host-$(date -u +%Y%m%d).md}
+OUT=${OUT_MD:-$ROOT/docs/benchmarks/noop-${N}host-$(date -u +%Y%m%d)-$CONNECTION.md}
 mkdir -p "$(dirname "$OUT")"
 NAME=bw-noop
 
@@ -29,7 +37,19 @@ inventory() {
   {
     echo "all:"; echo "  children:"; echo "    sglang_servers:"; echo "      hosts:"
     for i in $(seq 1 "$N"); do echo "        noop-$i: {ansible_host: $NAME-$i}"; done
-    echo "      vars: {ansible_connection: containers.podman.podman, ansible_python_interpreter: /usr/bin/python3}"
+    echo "      vars:"
+    echo "        ansible_python_interpreter: /usr/bin/python3"
+    if [[ $CONNECTION == ssh ]]; then  # as inventories/sandbox/hosts.yml, with literal paths
+      echo "        ansible_connection: ssh"
+      echo "        ansible_user: root"
+      echo "        ansible_ssh_private_key_file: '$KEY'"
+      echo "        ansible_ssh_common_args: >-"
+      echo "          -o ProxyCommand=\"$ROOT/tests/sandbox/ssh-proxy.sh %h\""
+      echo "          -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
+      echo "        ansible_ssh_use_tty: false"
+    else
+      echo "        ansible_connection: containers.podman.podman"
+    fi
   } > "$f"
   mkdir -p "$WORK/group_vars" && cp -r "$ROOT"/inventories/sandbox/group_vars/* "$WORK/group_vars/"
   echo "$f"
@@ -77,9 +97,12 @@ stamps() {  # "matched/all" venv_stamp results of a run (-v prints each result's
   echo "$matched/$all"
 }
 
+load() { uptime | sed -E 's/.*load average: //'; }
+
+[[ $CONNECTION == podman ]] || KEY=$(bash "$ROOT/tests/sandbox/ssh-setup.sh" "$IMAGE")
 inventory >/dev/null
-echo "== $N host(s), first converge"; up; t1=$(timed first)
-echo "== $N host(s), no-op rerun"; t2=$(timed rerun)
+echo "== $N host(s), first converge ($CONNECTION)"; up; l0=$(load); t1=$(timed first); l1=$(load)
+echo "== $N host(s), no-op rerun ($CONNECTION)"; t2=$(timed rerun); l2=$(load)
 changed=$(recap rerun | sed -E 's/.*changed=([0-9]+).*/\1/')
 
 cat > "$OUT" <<MD
@@ -87,12 +110,13 @@ cat > "$OUT" <<MD
 
 Machine: $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(. /etc/os-release; echo "$PRETTY_NAME"), podman $(podman --version | awk '{print $3}').
 Commit: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- roles playbooks plugins || echo ' (with uncommitted changes)').
-Playbook: $PLAYBOOK on fresh sandbox containers of image $IMAGE (inventories/sandbox group_vars), then again unchanged. Script: tests/bench/noop_ratio.sh.
+Playbook: $PLAYBOOK on fresh sandbox containers of image $IMAGE ($(podman image inspect --format '{{.Id}}' "$IMAGE" | cut -c1-12); inventories/sandbox group_vars), then again unchanged. Script: tests/bench/noop_ratio.sh.
+Connection: $CONNECTION$( [[ $CONNECTION == ssh ]] && echo " (ProxyCommand tests/sandbox/ssh-proxy.sh: sshd -i over podman exec -i; pipelining, ControlPersist from ansible.cfg)" || echo " (containers.podman.podman: no pipelining)").
 
-| run | wall time (s) | tasks (all hosts) | venv_stamp results matched/all | goal |
-|---|---|---|---|---|
-| first converge | $t1 | $(recap first) | $(stamps first) | |
-| no-op rerun | $t2 | $(recap rerun) | $(stamps rerun) | <= 10% of $t1 = $((t1 / 10)) s: $( [ "$t2" -le $((t1 / 10)) ] && echo met || echo missed ); changed=0: $( [ "$changed" -eq 0 ] && echo met || echo missed ) |
+| run | wall time (s) | tasks (all hosts) | venv_stamp results matched/all | load average (1/5/15 min) before; after | goal |
+|---|---|---|---|---|---|
+| first converge | $t1 | $(recap first) | $(stamps first) | $l0; $l1 | |
+| no-op rerun | $t2 | $(recap rerun) | $(stamps rerun) | $l1; $l2 | <= 10% of $t1 = $((t1 / 10)) s: $( [ "$t2" -le $((t1 / 10)) ] && echo met || echo missed ); changed=0: $( [ "$changed" -eq 0 ] && echo met || echo missed ) |
 
 Ratio: $(awk -v a="$t2" -v b="$t1" 'BEGIN{printf "%.1f%%", 100 * a / b}').
 

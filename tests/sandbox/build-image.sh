@@ -3,7 +3,12 @@
 # (variant minbase) with systemd as PID 1, then `podman import`. No image registry is needed or contacted.
 #
 # The image carries a recipe hash label (blackwell.sandbox.recipe); when an image with the same hash exists the
-# build is skipped. The hash covers this script, the package list, the Debian mirror and the host CA bundle.
+# build is skipped. The hash covers this script, the package list, the Debian mirror and the host CA bundle, so any
+# edit of this file rebuilds the image on the next `make image`.
+#
+# The image has openssh-server for the sandbox connection (docs/testing.md, "How Ansible reaches the sandbox"): the
+# ssh service is disabled and never listens (no network port); tests/sandbox/ssh-proxy.sh starts `sshd -i` (inetd
+# mode) over `podman exec -i` stdio per SSH connection. Label blackwell.sandbox.ssh=inetd marks such images.
 #
 # Env: SANDBOX_IMAGE (default localhost/blackwell-sandbox:bookworm), SANDBOX_DEBIAN_MIRROR (default: the host's
 # Debian mirror, else http://deb.debian.org/debian), SANDBOX_CA_BUNDLE (default /etc/ssl/certs/ca-certificates.crt),
@@ -29,6 +34,7 @@ PACKAGES=(
   ca-certificates gnupg curl git sudo acl
   g++ make cmake ninja-build
   procps iproute2 pciutils kmod xz-utils tar less
+  openssh-server
 )
 
 # Units that cannot work (or only add noise/locks) inside a container: consoles, udev, kernel mounts, timers that
@@ -69,6 +75,7 @@ recipe=$( {
 } | sha256sum | cut -c1-16)
 
 current=$(podman image inspect --format "{{ index .Labels \"$LABEL\" }}" "$IMAGE" 2>/dev/null || true)
+previous_id=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
 if [[ ${SANDBOX_FORCE:-0} != 1 && $current == "$recipe" ]]; then
   log "$IMAGE is up to date (recipe $recipe); nothing to build"
   exit 0
@@ -125,6 +132,17 @@ PIP
 for unit in "${MASK_UNITS[@]}"; do
   ln -sfn /dev/null "$rootfs/etc/systemd/system/$unit"
 done
+# sshd: installed for `sshd -i` over podman exec (tests/sandbox/ssh-proxy.sh), never as a listening service.
+# Disabled (socket too), and Debian's ssh.service has ConditionPathExists=!/etc/ssh/sshd_not_to_be_run, so even a
+# `systemctl start ssh` does not open port 22. `sshd -i` is not affected by either. The host keys are generated once
+# per image build by the package (all containers of one image share them; clients use UserKnownHostsFile=/dev/null).
+[[ -x $rootfs/usr/sbin/sshd && -x $rootfs/usr/lib/openssh/sftp-server ]] \
+  || { echo "openssh-server did not install sshd and sftp-server" >&2; exit 1; }
+chroot "$rootfs" systemctl disable ssh.service ssh.socket >/dev/null 2>&1 || true
+rm -f "$rootfs/etc/systemd/system/sshd.service" "$rootfs/etc/systemd/system/multi-user.target.wants/ssh.service" \
+  "$rootfs/etc/systemd/system/sockets.target.wants/ssh.socket"
+touch "$rootfs/etc/ssh/sshd_not_to_be_run"
+compgen -G "$rootfs/etc/ssh/ssh_host_*_key" >/dev/null || chroot "$rootfs" ssh-keygen -A >/dev/null
 # Empty machine-id: systemd generates one per container at boot.
 : > "$rootfs/etc/machine-id"
 rm -f "$rootfs/var/lib/dbus/machine-id"
@@ -139,9 +157,13 @@ tar --numeric-owner --xattrs -C "$rootfs" -c . \
       --change 'CMD ["/sbin/init"]' \
       --change 'STOPSIGNAL SIGRTMIN+3' \
       --change "LABEL $LABEL=$recipe" \
+      --change 'LABEL blackwell.sandbox.ssh=inetd' \
       --change 'LABEL org.opencontainers.image.description=blackwell.sglang sandbox: Debian 12 with systemd' \
       --message "blackwell.sglang sandbox recipe $recipe" \
       - "$IMAGE" >/dev/null
-# Remove the previous image of this name (now dangling) to save disk.
-podman image prune -f --filter "label=$LABEL" >/dev/null 2>&1 || true
+# Remove the previous image of this name (now untagged) to save disk, unless a container still uses it. Only that
+# one image: other untagged sandbox images may be in use by ID (BLACKWELL_SANDBOX_IMAGE=<id>) by someone else.
+if [[ -n $previous_id && $previous_id != "$(podman image inspect --format '{{.Id}}' "$IMAGE")" ]]; then
+  podman rmi "$previous_id" >/dev/null 2>&1 || true
+fi
 log "done: $IMAGE $(podman image inspect --format '{{.Id}}' "$IMAGE" | cut -c1-12), $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s"
