@@ -10,7 +10,8 @@
    playbook is searched first). The doubles keep the task's name, tags, ``when`` and ``vars``.
 2. :func:`static_plays` reads a playbook as ``ansible-playbook --list-tasks`` sees it: static calls into the chain
    roles (``import_role``, ``import_tasks``) inlined as blocks, dynamic ones (``include_role``) left as the one task
-   the listing shows; :func:`converge_stage_role` names the stage role behind one of sglang_converge's task files.
+   the listing shows; :func:`leaf_tasks` flattens the blocks; :func:`converge_stage_role` names the stage role
+   behind one of sglang_converge's task files.
 3. The real gateway for the gateway tests: :func:`smg_python`, :func:`free_port`, :func:`wait_http` and
    :func:`start_smg` (the role's launcher template, ``smg launch`` on 127.0.0.1 under ``timeout``), :func:`stop`.
 """
@@ -146,6 +147,18 @@ def static_plays(playbook):
             if key in play:
                 play[key] = _inline(play[key], None)
     return plays
+
+
+def leaf_tasks(tasks):
+    """The tasks that are not blocks, in order, from every block, rescue and always section of ``tasks``."""
+    out = []
+    for task in tasks or []:
+        if any(key in task for key in BLOCK_KEYS):
+            for key in BLOCK_KEYS:
+                out += leaf_tasks(task.get(key))
+        else:
+            out.append(task)
+    return out
 
 
 def converge_stage_role(entry):
