@@ -24,6 +24,7 @@ import sys
 import time
 import urllib.request
 
+import pytest
 import yaml
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
@@ -48,6 +49,18 @@ def role_call(task):
             args = task[key]
             return key, args, args["name"].rsplit(".", 1)[-1], args.get("tasks_from", "main")
     return None, None, None, None
+
+
+def stage_facts(role, entry, switched):
+    """The facts a stand-in for a stage that needs a GPU host sets, or None for another role call: the sgl-kernel
+    plan a build key ("k1"), the FP4 probe a pass, the release switch ``sglang_release_switched: switched``."""
+    if (role, entry) == ("sgl_kernel_sm120", "plan"):
+        return {"sgl_kernel_sm120_build_key": "k1"}
+    if role == "fp4_probe":
+        return {"fp4_probe_passed": True}
+    if (role, entry) == ("sglang_release", "switch"):
+        return {"sglang_release_switched": switched}
+    return None
 
 
 def without_call(task):
@@ -178,6 +191,14 @@ def smg_python():
     except (subprocess.SubprocessError, OSError):
         return None
     return cand
+
+
+def require(smg_py):
+    """Skip the test without smg (``smg_py`` None) or without ansible-playbook next to this python."""
+    if smg_py is None:
+        pytest.skip("no smg installed (set SGLANG_GATEWAY_TEST_SMG_PYTHON to a venv with smg 1.13.0)")
+    if not os.path.exists(PLAYBOOK):
+        pytest.skip("ansible-playbook not installed next to this python")
 
 
 def free_port():

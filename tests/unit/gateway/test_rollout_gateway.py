@@ -180,12 +180,9 @@ def _double(task):
     if role == "sglang_gateway" or (role, entry) == ("sglang_monitoring", "health"):
         return task                                   # real: the gateway role and the GPU health gate
     out = standins.without_call(task)
-    if (role, entry) == ("sgl_kernel_sm120", "plan"):
-        out["ansible.builtin.set_fact"] = {"sgl_kernel_sm120_build_key": "k1"}
-    elif role == "fp4_probe":
-        out["ansible.builtin.set_fact"] = {"fp4_probe_passed": True}
-    elif (role, entry) == ("sglang_release", "switch"):
-        out["ansible.builtin.set_fact"] = {"sglang_release_switched": True}
+    facts = standins.stage_facts(role, entry, switched=True)
+    if facts is not None:
+        out["ansible.builtin.set_fact"] = facts
     elif (role, entry) == ("sglang_release", "rollback"):
         out["ansible.builtin.set_fact"] = {"sglang_release_rolled_back": {"to": "{{ sglang_release_previous }}"}}
     elif (role, entry) == ("sglang_service", "main"):
@@ -213,10 +210,7 @@ def _hosts_in_task(out, name):
 @pytest.fixture(name="fleet")
 def fixture_fleet(tmp_path):
     """Two stand-in workers (worker_ctl.py) and the real smg in front of them; the inventory; all stopped at the end."""
-    if SMG_PY is None:
-        pytest.skip("no smg installed for the test (set SGLANG_GATEWAY_TEST_SMG_PYTHON to a venv with smg 1.13.0)")
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
+    standins.require(SMG_PY)
     run = tmp_path / "run"
     run.mkdir()
     key_file = tmp_path / "key"

@@ -30,12 +30,9 @@ def _double(task, log_dir):
     if (role, entry) == ("sglang_monitoring", "health"):
         return task                                   # the real gate
     out = standins.without_call(task)
-    if (role, entry) == ("sgl_kernel_sm120", "plan"):
-        out["ansible.builtin.set_fact"] = {"sgl_kernel_sm120_build_key": "k1"}
-    elif role == "fp4_probe":
-        out["ansible.builtin.set_fact"] = {"fp4_probe_passed": True}
-    elif (role, entry) == ("sglang_release", "switch"):
-        out["ansible.builtin.set_fact"] = {"sglang_release_switched": False}
+    facts = standins.stage_facts(role, entry, switched=False)
+    if facts is not None:
+        out["ansible.builtin.set_fact"] = facts
     elif role == "sglang_service":
         out["ansible.builtin.shell"] = "echo '%s' >> %s/{{ inventory_hostname }}.log" % (entry, log_dir)
         out["changed_when"] = False

@@ -47,10 +47,7 @@ def _served_by(base_url, count=8):
 @pytest.fixture(name="fleet")
 def fixture_fleet(tmp_path):
     """Stand-ins for gpu-sick's and gpu-ok's workers, one real smg in front of both; all stopped at the end."""
-    if SMG_PY is None:
-        pytest.skip("no smg installed (set SGLANG_GATEWAY_TEST_SMG_PYTHON to a venv with smg 1.13.0)")
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
+    standins.require(SMG_PY)
     procs = []
     ports = {"gpu-sick": standins.free_port(), "gpu-ok": standins.free_port()}
     try:
