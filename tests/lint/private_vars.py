@@ -10,7 +10,10 @@ Every variable a role defines -- ``register``, ``set_fact`` keys, ``vars`` of a 
 Not allowed: ``<role>__<name>``, ``_<name>``, ``__<name>`` without the role, another role's prefix or none.
 Ansible's own variables (``ansible_*``, e.g. ``ansible_python_interpreter`` in a task's ``vars``) are exempt.
 (Variables handed *to* a role by a playbook or another role's ``include_role`` are that role's arguments and are not
-checked here; ``item`` and Ansible's magic variables are never defined by a role.)
+checked here: the ``vars`` of a task that calls role X named ``X_...``, and a ``set_fact`` key ``X_...`` in a role that
+calls X (the argument set as a fact, so that it outlives the play, e.g. sglang_converge handing the verified model to
+sglang_service). Neither is a variable re-published as a fact under its own name (``x: "{{ x }}"``). ``item`` and
+Ansible's magic variables are never defined by a role.)
 
 Existing names under the other schemes are listed in ``tests/lint/private_vars_allowlist.txt`` (``role:name``): they are
 reported but do not fail; a name not in the list fails; a listed name that no longer occurs fails too, so the list
@@ -32,6 +35,7 @@ import yaml
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ALLOWLIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_vars_allowlist.txt")
 SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
+ROLE_CALLS = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
 NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -40,8 +44,39 @@ def _load(path):
         return yaml.safe_load(handle)
 
 
-def _task_definitions(tasks):
-    """(name, how) of every variable the task list defines, recursing into blocks."""
+def _called_role(task):
+    """The short name of the role an include_role / import_role task calls, else None."""
+    for key in ROLE_CALLS:
+        if isinstance(task.get(key), dict) and isinstance(task[key].get("name"), str):
+            return task[key]["name"].rsplit(".", 1)[-1]
+    return None
+
+
+def _handed_over(name, value, called):
+    """True for a set_fact key that defines no name of this role: the argument of a role this role calls, set as a
+    fact so that it outlives the play (``<called role>_<name>``), or a variable re-published as a fact under its own
+    name (``x: "{{ x }}"``: role defaults do not outlive a play, facts do)."""
+    if any(str(name).startswith(role + "_") for role in called):
+        return True
+    return isinstance(value, str) and re.sub(r"\s+", "", value) == "{{%s}}" % name
+
+
+def _roles_called(tasks):
+    """The short names of the roles a task list calls (include_role / import_role), recursing into blocks."""
+    found = set()
+    for task in tasks or []:
+        if not isinstance(task, dict):
+            continue
+        if _called_role(task):
+            found.add(_called_role(task))
+        for key in ("block", "rescue", "always"):
+            found |= _roles_called(task.get(key) if isinstance(task.get(key), list) else [])
+    return found
+
+
+def _task_definitions(tasks, called=frozenset()):
+    """(name, how) of every variable the task list defines, recursing into blocks; ``called``: the roles this role
+    calls (their arguments are not this role's names)."""
     for task in tasks or []:
         if not isinstance(task, dict):
             continue
@@ -49,11 +84,15 @@ def _task_definitions(tasks):
             yield task["register"], "register"
         for key in SET_FACT:
             if isinstance(task.get(key), dict):
-                for name in task[key]:
-                    if name != "cacheable":
-                        yield name, "set_fact"
+                for name, value in task[key].items():
+                    if name == "cacheable" or _handed_over(name, value, called):
+                        continue
+                    yield name, "set_fact"
         if isinstance(task.get("vars"), dict):
+            target = _called_role(task)
             for name in task["vars"]:
+                if target and str(name).startswith(target + "_"):
+                    continue        # an argument handed to the role this task calls (its name is that role's)
                 yield name, "vars"
         loop_control = task.get("loop_control")
         if isinstance(loop_control, dict):
@@ -62,7 +101,7 @@ def _task_definitions(tasks):
                     yield loop_control[key], key
         for key in ("block", "rescue", "always"):
             if isinstance(task.get(key), list):
-                yield from _task_definitions(task[key])
+                yield from _task_definitions(task[key], called)
 
 
 def definitions(repo=REPO):
@@ -73,6 +112,13 @@ def definitions(repo=REPO):
         role_dir = os.path.join(roles_dir, role)
         if not os.path.isdir(role_dir):
             continue
+        called = set()
+        for dirpath, _dirnames, files in os.walk(os.path.join(role_dir, "tasks")):
+            for fname in files:
+                if fname.endswith((".yml", ".yaml")):
+                    data = _load(os.path.join(dirpath, fname))
+                    called |= _roles_called(data if isinstance(data, list) else [])
+        called.discard(role)
         for sub in ("tasks", "handlers", "defaults", "vars"):
             for dirpath, _dirnames, files in os.walk(os.path.join(role_dir, sub)):
                 for fname in sorted(files):
@@ -84,7 +130,7 @@ def definitions(repo=REPO):
                     if sub in ("defaults", "vars"):
                         pairs = ((name, sub) for name in (data or {}) if isinstance(data, dict))
                     else:
-                        pairs = _task_definitions(data if isinstance(data, list) else [])
+                        pairs = _task_definitions(data if isinstance(data, list) else [], frozenset(called))
                     for name, how in pairs:
                         found[(role, str(name))].append((rel, how))
     return found

@@ -1,7 +1,8 @@
 """The rollout play's failure paths (play 3 of playbooks/rollout.yml), run by real ansible-playbook over three
 local-connection hosts: a multi-node pair (gpu-a rank 0, gpu-b rank 1) and a single-node host (gpu-c).
 
-The play is loaded from the real playbook; the sglang_release steps (switch, rollback with its marker) run for
+The play is loaded from the real playbook (and the chain roles' task files it calls, tests/unit/_playbook_standins.py);
+the sglang_release steps (switch, rollback with its marker) run for
 real on release trees under tmp_path. Test doubles stand in only for what needs a GPU host: the kernel install,
 the FP4 probe, the sglang_service role (it appends "<entry point> restart=<bool>" to a per-host log instead of
 touching systemd) and the manifest. Faults are injected through the play's own health-check hook
@@ -18,23 +19,20 @@ import sys
 import pytest
 import yaml
 
+import _playbook_standins as standins
 from conftest import ROOT
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+PLAYBOOK = standins.PLAYBOOK
 MARKER = "ROLLED_BACK"
 pytestmark = pytest.mark.slow
 
 
 def _double(task, log_dir):
-    """Replace a role include that needs a GPU host by a stand-in with the same name, vars and conditions."""
-    inc = task.get("ansible.builtin.include_role")
-    if not inc:
-        return task
-    role = inc["name"].rsplit(".", 1)[-1]
-    entry = inc.get("tasks_from", "main")
+    """Replace a role call that needs a GPU host by a stand-in with the same name, vars and conditions."""
+    _key, _args, role, entry = standins.role_call(task)
     if (role, entry) in (("sglang_release", "switch"), ("sglang_release", "rollback"), ("sglang_service", "multinode")):
         return task                                   # the real thing
-    out = {k: v for k, v in task.items() if k != "ansible.builtin.include_role"}
+    out = standins.without_call(task)
     if role == "fp4_probe":
         out["ansible.builtin.set_fact"] = {"fp4_probe_passed": True}
     elif role == "sglang_service":
@@ -47,24 +45,12 @@ def _double(task, log_dir):
     return out
 
 
-def _walk(tasks, log_dir):
-    out = []
-    for task in tasks:
-        task = dict(task)
-        for key in ("block", "rescue", "always"):
-            if key in task:
-                task[key] = _walk(task[key], log_dir)
-        out.append(_double(task, log_dir))
-    return out
-
-
-def _batched_play(playbook, log_dir):
-    with open(os.path.join(ROOT, "playbooks", playbook)) as handle:
-        plays = yaml.safe_load(handle)
-    play = [p for p in plays if "serial" in p]
+def _batched_play(playbook, log_dir, dest):
+    path = standins.standin_playbook(playbook, dest, lambda task: _double(task, log_dir), select=lambda p: "serial" in p)
+    with open(path) as handle:
+        play = yaml.safe_load(handle)
     assert len(play) == 1, "%s has one batched play" % playbook
     play = dict(play[0], gather_facts=False)
-    play["tasks"] = _walk(play["tasks"], log_dir)
     return [play]
 
 
@@ -108,15 +94,13 @@ def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=Non
         }}},
     }}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    (tmp_path / "play.yml").write_text(yaml.safe_dump(_batched_play(playbook, log_dir)))
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(_batched_play(playbook, log_dir, tmp_path)))
     if prepare:
         prepare(roots)
     checks = ("{{ [['/bin/sh', '-c', 'echo injected failure on %s >&2; exit 1']] if inventory_hostname == '%s' "
               "else [] }}" % (failing, failing))
     extra = extra or {"sglang_rollout_serial": ["100%"], "sglang_rollout_health_checks": checks}
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", LC_ALL="C.UTF-8")
+    env = standins.ansible_env()
     proc = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"),
                            "-e", json.dumps(extra)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)

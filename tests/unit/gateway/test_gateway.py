@@ -7,7 +7,6 @@ the test venv's python when it has smg) on 127.0.0.1 in front of two stand-in SG
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import urllib.request
 import pytest
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
+import _playbook_standins as standins
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FAKE = os.path.join(ROOT, "tests", "fixtures", "benchmark", "e2e", "fake_sglang_server.py")
@@ -128,34 +128,8 @@ def test_audit_diff():
 
 # ------------------------------------------------------------------------------------------ against a real smg
 
-def _smg_python():
-    cand = os.environ.get("SGLANG_GATEWAY_TEST_SMG_PYTHON") or sys.executable
-    try:
-        subprocess.run([cand, "-c", "import smg.launch_router"], check=True, capture_output=True, timeout=60)
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return cand
-
-
-SMG_PY = _smg_python()
+SMG_PY = standins.smg_python()
 needs_smg = pytest.mark.skipif(SMG_PY is None, reason="no smg installed (set SGLANG_GATEWAY_TEST_SMG_PYTHON to a venv with smg 1.13.0)")
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_http(url, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except Exception:  # pylint: disable=broad-except
-            time.sleep(0.2)
-    raise AssertionError("%s did not answer in %ss" % (url, timeout))
 
 
 @pytest.fixture(scope="module")
@@ -163,43 +137,24 @@ def fleet(tmp_path_factory):
     """Two stand-in workers and one real smg on 127.0.0.1; all stopped at the end (and bounded by timeout)."""
     procs = []
     tmp = tmp_path_factory.mktemp("gw")
-    ports = [_free_port(), _free_port()]
+    ports = [standins.free_port(), standins.free_port()]
     workers = ["http://127.0.0.1:%d" % p for p in ports]
     for i, port in enumerate(ports):
         procs.append(subprocess.Popen(["timeout", "300", sys.executable, FAKE, "--port", str(port), "--name", "w%d" % i,
                                        "--api-key", KEY, "--step-ms", "20", "--unhealthy-file", str(tmp / ("down%d" % i))],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     for url in workers:
-        _wait_http(url + "/health")
-    gw_port, prom_port = _free_port(), _free_port()
-    launcher = os.path.join(str(tmp), "smg-launch.py")
+        standins.wait_http(url + "/health")
     # the role's launcher, rendered the way the template is (the key from the environment)
-    with open(os.path.join(ROOT, "roles", "sglang_gateway", "templates", "smg-launch.py.j2")) as src:
-        text = src.read().replace("{{ ansible_managed | comment(decoration='') | trim }}", "test copy")
-    with open(launcher, "w") as dst:
-        dst.write(text.replace("{{ sglang_gateway_api_key_env }}", "SMG_GATEWAY_API_KEY"))
-    argv = _gateway.render_args({"host": "127.0.0.1", "port": gw_port, "policy": "round_robin",
-                                 "prometheus_host": "127.0.0.1", "prometheus_port": prom_port,
-                                 "health_check_interval_secs": 1, "health_success_threshold": 1,
-                                 "health_failure_threshold": 1},
-                                [{"url": u} for u in workers])
-    env = dict(os.environ, SMG_GATEWAY_API_KEY=KEY)
-    gw = subprocess.Popen(["timeout", "300", SMG_PY, launcher] + argv, env=env, stdout=open(tmp / "smg.log", "w"),
-                          stderr=subprocess.STDOUT)
+    gw, gw_port, prom_port = standins.start_smg(SMG_PY, tmp, workers, KEY)
     procs.append(gw)
-    _wait_http("http://127.0.0.1:%d/health" % gw_port, timeout=60)
+    standins.wait_http("http://127.0.0.1:%d/health" % gw_port, timeout=60)
     client = _gateway.Client("http://127.0.0.1:%d" % gw_port, KEY)
     end = time.monotonic() + 60
     while time.monotonic() < end and not all(_gateway.is_routable(_gateway.find_worker(client.workers(), u)) for u in workers):
         time.sleep(0.5)
     yield {"client": client, "workers": workers, "tmp": tmp, "gw": gw, "prom": prom_port}
-    for proc in procs:
-        proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    standins.stop(procs)
 
 
 def _complete(port_url, key=KEY, tokens=4):

@@ -11,7 +11,8 @@ against the Python stand-in even with no rollout at all, so the drain is shown d
 gateway's ``GET /workers`` does not list the worker, no request is in flight to it or served by it while it is down,
 and smg logs no failed send to it in that window.
 
-Stood in (the same way as tests/unit/monitoring/test_health_gate.py: each heavy role include replaced by a task of
+Stood in (the same way as tests/unit/monitoring/test_health_gate.py, through tests/unit/_playbook_standins.py: each
+heavy role call, in the playbook and in the task files of sglang_rollout and sglang_converge, replaced by a task of
 the same name and conditions; those roles need a GPU host and are tested elsewhere): preflight, the stack roles,
 sgl_kernel_sm120, fp4_probe, sglang_release (switch: ``sglang_release_switched: true``; rollback: a fact) and
 sglang_service, whose main entry point here really restarts the host's stand-in worker
@@ -34,7 +35,6 @@ import calendar
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
@@ -45,9 +45,10 @@ import pytest
 import yaml
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
+import _playbook_standins as standins
 from conftest import FIXTURES, ROOT
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+PLAYBOOK = standins.PLAYBOOK
 GH = os.path.join(FIXTURES, "gpu_health")
 FAKE = os.path.join(FIXTURES, "benchmark", "e2e", "fake_sglang_server.py")
 CTL = os.path.join(FIXTURES, "gateway", "worker_ctl.py")
@@ -57,22 +58,7 @@ INJECTED = ["/bin/sh", "-c", "echo injected health failure >&2; exit 1"]
 pytestmark = pytest.mark.slow
 
 
-def _smg_python():
-    cand = os.environ.get("SGLANG_GATEWAY_TEST_SMG_PYTHON") or sys.executable
-    try:
-        subprocess.run([cand, "-c", "import smg.launch_router"], check=True, capture_output=True, timeout=60)
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return cand
-
-
-SMG_PY = _smg_python()
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+SMG_PY = standins.smg_python()
 
 
 def _wait(predicate, timeout, what):
@@ -190,20 +176,13 @@ class Load:
 # ------------------------------------------------------------------------------------- rollout.yml with stand-ins
 
 def _double(task):
-    inc = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role")
-    if not inc:
-        return task
-    role = inc["name"].rsplit(".", 1)[-1]
-    entry = inc.get("tasks_from", "main")
+    _key, _args, role, entry = standins.role_call(task)
     if role == "sglang_gateway" or (role, entry) == ("sglang_monitoring", "health"):
         return task                                   # real: the gateway role and the GPU health gate
-    out = {k: v for k, v in task.items() if k not in ("ansible.builtin.include_role", "ansible.builtin.import_role")}
-    if (role, entry) == ("sgl_kernel_sm120", "plan"):
-        out["ansible.builtin.set_fact"] = {"sgl_kernel_sm120_build_key": "k1"}
-    elif role == "fp4_probe":
-        out["ansible.builtin.set_fact"] = {"fp4_probe_passed": True}
-    elif (role, entry) == ("sglang_release", "switch"):
-        out["ansible.builtin.set_fact"] = {"sglang_release_switched": True}
+    out = standins.without_call(task)
+    facts = standins.stage_facts(role, entry, switched=True)
+    if facts is not None:
+        out["ansible.builtin.set_fact"] = facts
     elif (role, entry) == ("sglang_release", "rollback"):
         out["ansible.builtin.set_fact"] = {"sglang_release_rolled_back": {"to": "{{ sglang_release_previous }}"}}
     elif (role, entry) == ("sglang_service", "main"):
@@ -217,21 +196,11 @@ def _double(task):
     return out
 
 
-def _walk(tasks):
-    out = []
-    for task in tasks:
-        task = dict(task)
-        for key in ("block", "rescue", "always"):
-            if key in task:
-                task[key] = _walk(task[key])
-        out.append(_double(task))
-    return out
-
-
 def _hosts_in_task(out, name):
-    """Hosts that ran (ok/changed/failed) the task ``name`` in any batch, read from the default callback's output."""
+    """Hosts that ran (ok/changed/failed) the task ``name`` in any batch, read from the default callback's output
+    (the header may name the role the task is in: ``TASK [<role> : <name>]``)."""
     hosts = set()
-    for part in out.split("TASK [%s]" % name)[1:]:
+    for part in re.split(r"TASK \[(?:[\w.]+ : )?%s\]" % re.escape(name), out)[1:]:
         for line in part.split("TASK [")[0].splitlines():
             if line.startswith(("changed: [", "ok: [", "failed: [", "fatal: [")):
                 hosts.add(line.split("[", 1)[1].split("]", 1)[0].split(" -> ")[0])
@@ -241,17 +210,14 @@ def _hosts_in_task(out, name):
 @pytest.fixture(name="fleet")
 def fixture_fleet(tmp_path):
     """Two stand-in workers (worker_ctl.py) and the real smg in front of them; the inventory; all stopped at the end."""
-    if SMG_PY is None:
-        pytest.skip("no smg installed for the test (set SGLANG_GATEWAY_TEST_SMG_PYTHON to a venv with smg 1.13.0)")
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
+    standins.require(SMG_PY)
     run = tmp_path / "run"
     run.mkdir()
     key_file = tmp_path / "key"
     key_file.write_text(KEY)
     key_file.chmod(0o600)
-    ports = {host: _free_port() for host in HOSTS}
-    gw_port = _free_port()
+    ports = {host: standins.free_port() for host in HOSTS}
+    gw_port = standins.free_port()
     cfg = {"fake": FAKE, "python": sys.executable, "dir": str(run), "key_file": str(key_file),
            "gateway": "http://127.0.0.1:%d" % gw_port, "hosts": ports, "step_ms": 5, "lifetime_s": 300}
     (tmp_path / "ctl.json").write_text(json.dumps(cfg))
@@ -261,19 +227,8 @@ def fixture_fleet(tmp_path):
     try:
         for host in HOSTS:
             subprocess.run(ctl + ["start", host], check=True, timeout=60)
-        launcher = tmp_path / "smg-launch.py"
-        with open(os.path.join(ROOT, "roles", "sglang_gateway", "templates", "smg-launch.py.j2")) as src:
-            text = src.read()
-        launcher.write_text(text.replace("{{ ansible_managed | comment(decoration='') | trim }}", "test copy")
-                            .replace("{{ sglang_gateway_api_key_env }}", "SMG_GATEWAY_API_KEY"))
-        argv = _gateway.render_args({"host": "127.0.0.1", "port": gw_port, "policy": "round_robin",
-                                     "prometheus_host": "127.0.0.1", "prometheus_port": _free_port(),
-                                     "health_check_interval_secs": 1, "health_success_threshold": 1,
-                                     "health_failure_threshold": 1},
-                                    [{"url": workers[h]} for h in HOSTS])
-        with open(tmp_path / "smg.log", "w") as log:
-            smg = subprocess.Popen(["timeout", "300", SMG_PY, str(launcher)] + argv, stdout=log, stderr=subprocess.STDOUT,
-                                   env=dict(os.environ, SMG_GATEWAY_API_KEY=KEY, TZ="UTC"))
+        smg, _port, _prom = standins.start_smg(SMG_PY, tmp_path, [workers[h] for h in HOSTS], KEY, port=gw_port,
+                                               env={"TZ": "UTC"})
         client = _gateway.Client(cfg["gateway"], KEY)
         _wait(lambda: _answers(cfg["gateway"] + "/health"), 60, "smg /health")
         _wait(lambda: _gateway.audit(client.workers(), list(workers.values()))["routes_to"] == sorted(workers.values()),
@@ -306,29 +261,17 @@ def fixture_fleet(tmp_path):
         inventory = {"all": {"vars": common, "children": {"sglang_servers": {"hosts": servers},
                                                           "sglang_gateways": {"hosts": gateways}}}}
         (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-        with open(os.path.join(ROOT, "playbooks", "rollout.yml")) as handle:
-            plays = yaml.safe_load(handle)
-        for play in plays:
-            for key in ("pre_tasks", "tasks", "post_tasks"):
-                if key in play:
-                    play[key] = _walk(play[key])
-        (tmp_path / "rollout.yml").write_text(yaml.safe_dump(plays, sort_keys=False))
+        standins.standin_playbook("rollout.yml", tmp_path, _double)      # tmp_path/rollout.yml and its roles/
         yield {"client": client, "workers": workers, "ctl": ctl, "tmp": tmp_path, "run": run}
     finally:
         for host in HOSTS:
             subprocess.run(ctl + ["stop", host], check=False, timeout=60)
         if smg is not None:
-            smg.terminate()
-            try:
-                smg.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                smg.kill()
+            standins.stop([smg])
 
 
 def _rollout(fleet, extra):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", LC_ALL="C.UTF-8")
+    env = standins.ansible_env()
     argv = [PLAYBOOK, "-i", str(fleet["tmp"] / "inventory.yml"), str(fleet["tmp"] / "rollout.yml"), "-e", json.dumps(extra)]
     began = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=150, check=False)

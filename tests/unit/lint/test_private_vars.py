@@ -83,6 +83,27 @@ def test_definitions_cover_every_way_a_role_defines_a_variable(tmp_path):
     assert stale == ["demo:gone"]
 
 
+def test_arguments_handed_to_a_called_role_are_not_the_callers_names(tmp_path):
+    """vars of a task calling role X named X_..., set_fact X_... in a role that calls X, and x: "{{ x }}" define
+    no name of the caller; anything else they set still counts."""
+    found = _role(tmp_path, {"tasks/main.yml": """\
+        ---
+        - name: Call other
+          ansible.builtin.import_role:
+            name: blackwell.sglang.other
+          vars:
+            other_port: 1
+            third_port: 2
+        - name: Hand over
+          ansible.builtin.set_fact:
+            other_path: /x
+            third_path: /y
+            keep_me: "{{ keep_me }}"
+            keep_not: "{{ keep_me }}"
+        """})
+    assert sorted(name for _role_name, name in found) == ["keep_not", "third_path", "third_port"]
+
+
 def test_checkout_has_no_new_violation_and_no_stale_allowlist_entry(capsys):
     assert private_vars.main([]) == 0, capsys.readouterr().err
     allowed = private_vars.read_allowlist()

@@ -1,6 +1,6 @@
 """The model role's result wired into the service, the release manifest and the drift audit (issue 13, part 2).
 
-The wiring tasks are taken by name from the real playbooks/site.yml (the model role, its ``service_env`` entry
+The wiring tasks are taken by name from the real playbooks/site.yml's chain (roles/sglang_converge; the model role, its ``service_env`` entry
 point, the set_fact that passes the result on) and run by real ansible-playbook on local-connection hosts, followed
 by the real sglang_service ``checkpoint`` tasks (sglang_checkpoint_facts, the KV-cache guard), the real environment
 file template and the real sglang_release ``manifest`` tasks. playbooks/audit.yml runs unchanged over release trees
@@ -21,6 +21,7 @@ import tarfile
 import pytest
 import yaml
 
+import _playbook_standins as standins
 from conftest import ROOT
 from test_role import COMMIT, PLAYBOOK, model_files, recap
 
@@ -39,11 +40,11 @@ def _env(tmp_path):
 
 
 def _site_tasks(names):
-    """The tasks of site.yml's converge play whose names start with one of ``names``, in playbook order."""
-    with open(os.path.join(ROOT, "playbooks", "site.yml")) as handle:
-        plays = yaml.safe_load(handle)
+    """The tasks of site.yml's converge play (its chain, sglang_converge's task files) whose names start with one of
+    ``names``, in playbook order."""
+    plays = standins.static_plays("site.yml")
     play = [p for p in plays if p.get("name") == "Converge the SGLang stack"][0]
-    tasks = [t for t in play["tasks"] if t.get("name", "").startswith(names)]
+    tasks = [t for t in standins.leaf_tasks(play["tasks"]) if t.get("name", "").startswith(names)]
     assert len(tasks) == len(names), [t.get("name") for t in tasks]
     return tasks
 

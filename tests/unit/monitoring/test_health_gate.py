@@ -4,7 +4,8 @@ run by real ansible-playbook over two local-connection hosts.
 gpu-sick has the recorded Xid 79 kernel log (tests/fixtures/gpu_health/kernel/xid79_fell_off_bus.log) and an
 nvidia-smi double that lists one of its two GPUs; gpu-ok is healthy. The gate (sglang_monitoring tasks_from:
 health, the gpu_health module) runs for real; every other role include is replaced by a stand-in with the same
-name and conditions (the roles need a GPU host), the sglang_service stand-in appends to a per-host log, so the
+name and conditions (the roles need a GPU host; in the playbook and in the task files of the chain roles it calls,
+tests/unit/_playbook_standins.py), the sglang_service stand-in appends to a per-host log, so the
 test sees which host reached the rollout's service step.
 """
 
@@ -16,28 +17,22 @@ import sys
 import pytest
 import yaml
 
+import _playbook_standins as standins
 from conftest import FIXTURES, ROOT
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+PLAYBOOK = standins.PLAYBOOK
 GH = os.path.join(FIXTURES, "gpu_health")
 pytestmark = pytest.mark.slow
 
 
 def _double(task, log_dir):
-    inc = task.get("ansible.builtin.include_role") or task.get("ansible.builtin.import_role")
-    if not inc:
-        return task
-    role = inc["name"].rsplit(".", 1)[-1]
-    entry = inc.get("tasks_from", "main")
+    _key, _args, role, entry = standins.role_call(task)
     if (role, entry) == ("sglang_monitoring", "health"):
         return task                                   # the real gate
-    out = {k: v for k, v in task.items() if k not in ("ansible.builtin.include_role", "ansible.builtin.import_role")}
-    if (role, entry) == ("sgl_kernel_sm120", "plan"):
-        out["ansible.builtin.set_fact"] = {"sgl_kernel_sm120_build_key": "k1"}
-    elif role == "fp4_probe":
-        out["ansible.builtin.set_fact"] = {"fp4_probe_passed": True}
-    elif (role, entry) == ("sglang_release", "switch"):
-        out["ansible.builtin.set_fact"] = {"sglang_release_switched": False}
+    out = standins.without_call(task)
+    facts = standins.stage_facts(role, entry, switched=False)
+    if facts is not None:
+        out["ansible.builtin.set_fact"] = facts
     elif role == "sglang_service":
         out["ansible.builtin.shell"] = "echo '%s' >> %s/{{ inventory_hostname }}.log" % (entry, log_dir)
         out["changed_when"] = False
@@ -49,27 +44,16 @@ def _double(task, log_dir):
     return out
 
 
-def _walk(tasks, log_dir):
-    out = []
-    for task in tasks:
-        task = dict(task)
-        for key in ("block", "rescue", "always"):
-            if key in task:
-                task[key] = _walk(task[key], log_dir)
-        out.append(_double(task, log_dir))
-    return out
-
-
 def _run(tmp_path, playbook, extra=None):
     if not os.path.exists(PLAYBOOK):
         pytest.skip("ansible-playbook not installed next to this python")
     log_dir = tmp_path / "service"
     log_dir.mkdir()
-    with open(os.path.join(ROOT, "playbooks", playbook)) as handle:
+    play = standins.standin_playbook(playbook, tmp_path, lambda task: _double(task, log_dir))
+    with open(play) as handle:
         plays = yaml.safe_load(handle)
-    for play in plays:
-        play["tasks"] = _walk(play.get("tasks", []), log_dir)
-        play["gather_facts"] = False
+    for each in plays:
+        each["gather_facts"] = False
     (tmp_path / "play.yml").write_text(yaml.safe_dump(plays))
     common = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
               "sglang_monitoring_health_kernel_log_source": "file",
@@ -89,9 +73,7 @@ def _run(tmp_path, playbook, extra=None):
     }
     inventory = {"all": {"vars": common, "children": {"sglang_servers": {"hosts": hosts}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", LC_ALL="C.UTF-8")
+    env = standins.ansible_env()
     argv = [PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")]
     if extra:
         argv += ["-e", json.dumps(extra)]

@@ -11,7 +11,6 @@ for real, the drain's DELETE goes to the real smg.
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -21,42 +20,17 @@ import pytest
 import yaml
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
+import _playbook_standins as standins
 from conftest import FIXTURES, ROOT
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+PLAYBOOK = standins.PLAYBOOK
 GH = os.path.join(FIXTURES, "gpu_health")
 FAKE = os.path.join(FIXTURES, "benchmark", "e2e", "fake_sglang_server.py")
 KEY = "test-key-health-0123456789abcdef0123"
 pytestmark = pytest.mark.slow
 
 
-def _smg_python():
-    cand = os.environ.get("SGLANG_GATEWAY_TEST_SMG_PYTHON") or sys.executable
-    try:
-        subprocess.run([cand, "-c", "import smg.launch_router"], check=True, capture_output=True, timeout=60)
-    except (subprocess.SubprocessError, OSError):
-        return None
-    return cand
-
-
-SMG_PY = _smg_python()
-
-
-def _free_port():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_http(url, timeout=30.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError("%s did not answer in %ss" % (url, timeout))
+SMG_PY = standins.smg_python()
 
 
 def _served_by(base_url, count=8):
@@ -73,12 +47,9 @@ def _served_by(base_url, count=8):
 @pytest.fixture(name="fleet")
 def fixture_fleet(tmp_path):
     """Stand-ins for gpu-sick's and gpu-ok's workers, one real smg in front of both; all stopped at the end."""
-    if SMG_PY is None:
-        pytest.skip("no smg installed (set SGLANG_GATEWAY_TEST_SMG_PYTHON to a venv with smg 1.13.0)")
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
+    standins.require(SMG_PY)
     procs = []
-    ports = {"gpu-sick": _free_port(), "gpu-ok": _free_port()}
+    ports = {"gpu-sick": standins.free_port(), "gpu-ok": standins.free_port()}
     try:
         for host, port in ports.items():
             procs.append(subprocess.Popen(["timeout", "300", sys.executable, FAKE, "--port", str(port), "--name", host,
@@ -86,23 +57,11 @@ def fixture_fleet(tmp_path):
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         workers = {host: "http://127.0.0.1:%d" % port for host, port in ports.items()}
         for url in workers.values():
-            _wait_http(url + "/health")
-        gw_port = _free_port()
-        launcher = tmp_path / "smg-launch.py"
-        with open(os.path.join(ROOT, "roles", "sglang_gateway", "templates", "smg-launch.py.j2")) as src:
-            text = src.read()
-        launcher.write_text(text.replace("{{ ansible_managed | comment(decoration='') | trim }}", "test copy")
-                            .replace("{{ sglang_gateway_api_key_env }}", "SMG_GATEWAY_API_KEY"))
-        argv = _gateway.render_args({"host": "127.0.0.1", "port": gw_port, "policy": "round_robin",
-                                     "prometheus_host": "127.0.0.1", "prometheus_port": _free_port(),
-                                     "health_check_interval_secs": 1, "health_success_threshold": 1,
-                                     "health_failure_threshold": 1},
-                                    [{"url": u} for u in workers.values()])
-        with open(tmp_path / "smg.log", "w") as log:
-            procs.append(subprocess.Popen(["timeout", "300", SMG_PY, str(launcher)] + argv, stdout=log, stderr=subprocess.STDOUT,
-                                          env=dict(os.environ, SMG_GATEWAY_API_KEY=KEY)))
+            standins.wait_http(url + "/health")
+        smg, gw_port, _prom = standins.start_smg(SMG_PY, tmp_path, list(workers.values()), KEY)
+        procs.append(smg)
         client = _gateway.Client("http://127.0.0.1:%d" % gw_port, KEY)
-        _wait_http(client.base_url + "/health", timeout=60)
+        standins.wait_http(client.base_url + "/health", timeout=60)
         end = time.monotonic() + 60
         while time.monotonic() < end and _gateway.audit(client.workers(), list(workers.values()))["routes_to"] != sorted(workers.values()):
             time.sleep(0.5)
@@ -125,19 +84,11 @@ def fixture_fleet(tmp_path):
         (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
         yield {"client": client, "workers": workers, "inventory": str(tmp_path / "inventory.yml")}
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        standins.stop(procs)
 
 
 def _health(inventory, extra=None):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", LC_ALL="C.UTF-8")
+    env = standins.ansible_env()
     argv = [PLAYBOOK, "-i", inventory, os.path.join(ROOT, "playbooks", "health.yml")]
     if extra:
         argv += ["-e", json.dumps(extra)]

@@ -8,11 +8,14 @@ listing by Ansible's rule, which two real ``--tags`` runs confirm: twelve runs w
   later stage reads), skippable with ``--skip-tags preflight`` / ``--skip-tags release``;
 * the probe gate runs with ``service``: `current` never moves to a release whose FP4 probe did not run and pass.
 
-site.yml composes with ``import_role``: the listing shows the role's own tasks, so the test reads the role of each
-selected task. rollout.yml composes with ``include_role``: the listing shows the include task only, so the test maps
-each selected include to its role through the playbook's YAML, and checks statically that every include passes its
-tags on with ``apply`` (without it the role's tasks are skipped under ``--tags``) and that every rescue task is
-``always`` (a rollback must never be filtered out). Runs on the controller only (no host is contacted).
+site.yml composes with ``import_role`` (of sglang_converge, which imports the stage roles): the listing shows the
+role's own tasks, so the test reads the role of each selected task. rollout.yml imports sglang_rollout, whose stages
+are ``include_role`` of sglang_converge's task files: the listing shows the include task only, so the test maps each
+selected include to its stage role through the YAML (playbook and chain-role task files, read by
+tests/unit/_playbook_standins.py), and checks statically that every include passes its tags on with ``apply``
+(without it the role's tasks are skipped under ``--tags``) and that every rescue task is ``always`` (a rollback must
+never be filtered out). The chain roles' own tasks (sglang_converge, sglang_rollout: what the playbooks held before)
+count as the playbook's. Runs on the controller only (no host is contacted).
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ import subprocess
 import sys
 
 import pytest
-import yaml
+
+import _playbook_standins as standins
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 SITE = "playbooks/site.yml"
@@ -79,8 +83,10 @@ def _parse_listing(out):
         match = TASK_LINE.match(line)
         if match and current is not None:
             role = match.group("role")
+            role = role.rsplit(".", 1)[-1] if role else None
             tags = frozenset(t.strip() for t in match.group("tags").split(",") if t.strip())
-            current.append((role.rsplit(".", 1)[-1] if role else None, match.group("name"), tags))
+            # the chain roles' own tasks are the playbook's (they held them before the chain became roles)
+            current.append((None if role in standins.CHAIN_ROLES else role, match.group("name"), tags))
     return listing
 
 
@@ -126,7 +132,7 @@ def _tasks(path):
                     walk(task[key], "rescue" if "rescue" in (section, key) else key, ancestors + (task.get("name"),),
                          inherited | frozenset(task.get("tags") or ()))
 
-    for play in yaml.safe_load((ROOT / path).read_text(encoding="utf-8")):
+    for play in standins.static_plays(path):
         walk(play.get("tasks"), "tasks", (), frozenset(play.get("tags") or ()))
     return found
 
@@ -138,9 +144,14 @@ def _recovery_names(path):
 
 
 def _include_roles(path):
-    """{task name: role name} of a playbook's include_role tasks."""
-    return {task["name"]: task["ansible.builtin.include_role"]["name"].rsplit(".", 1)[-1]
-            for _section, _ancestors, _inherited, task in _tasks(path) if "ansible.builtin.include_role" in task}
+    """{task name: role name} of a playbook's include_role tasks (an include of sglang_converge's task file: the
+    stage role that file calls)."""
+    found = {}
+    for _section, _ancestors, _inherited, task in _tasks(path):
+        if "ansible.builtin.include_role" in task:
+            _key, _args, role, entry = standins.role_call(task)
+            found[task["name"]] = standins.converge_stage_role(entry) if role == "sglang_converge" else role
+    return found
 
 
 def test_list_tags_has_every_stage():
