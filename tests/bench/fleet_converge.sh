@@ -39,7 +39,6 @@ inventory() {  # inventory <n>: n sandbox containers bw-bench-1..n
       echo "        ansible_ssh_common_args: >-"
       echo "          -o ProxyCommand=\"$ROOT/tests/sandbox/ssh-proxy.sh %h\""
       echo "          -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
-      echo "        ansible_ssh_use_tty: false"
     else
       echo "        ansible_connection: containers.podman.podman"
     fi

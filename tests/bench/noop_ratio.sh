@@ -46,7 +46,6 @@ inventory() {
       echo "        ansible_ssh_common_args: >-"
       echo "          -o ProxyCommand=\"$ROOT/tests/sandbox/ssh-proxy.sh %h\""
       echo "          -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
-      echo "        ansible_ssh_use_tty: false"
     else
       echo "        ansible_connection: containers.podman.podman"
     fi
