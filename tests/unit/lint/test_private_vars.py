@@ -83,6 +83,24 @@ def test_definitions_cover_every_way_a_role_defines_a_variable(tmp_path):
     assert stale == ["demo:gone"]
 
 
+def test_stack_contract_facts_may_be_published_by_set_fact_only(tmp_path):
+    found = _role(tmp_path, {
+        "defaults/main.yml": "---\nsglang_stack_root: /x\n",
+        "tasks/main.yml": """\
+            ---
+            - name: Publish
+              ansible.builtin.set_fact:
+                sglang_stack_venv: /x/venv
+            - name: Probe
+              ansible.builtin.command: "true"
+              register: sglang_stack_probe
+              changed_when: false
+            """,
+    })
+    new, _known, _stale = private_vars.check(found, set())
+    assert set(new) == {"demo:sglang_stack_root", "demo:sglang_stack_probe"}
+
+
 def test_checkout_has_no_new_violation_and_no_stale_allowlist_entry(capsys):
     assert private_vars.main([]) == 0, capsys.readouterr().err
     allowed = private_vars.read_allowlist()
