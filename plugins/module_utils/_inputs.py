@@ -25,6 +25,11 @@ Why each rule exists:
   (``;``), URLs or options (``--index-url``).
 * ``version``: a concrete version (PEP 440), never ``latest``/``main``/``""``.
 * ``cmake_arg``: one ``-DNAME=value`` token without whitespace.
+
+Stack-contract aliases (:func:`alias_problems`): a role variable that stands for a value of the stack contract
+(``torch_nightly_version`` for ``sglang_stack_torch_version``, the table ``sglang_stack_pin_aliases`` of
+roles/sglang_stack) must resolve to the contract's value; otherwise the roles would build one stack and key the
+release on another (an inventory that still sets the role's own name).
 """
 
 from __future__ import annotations
@@ -223,6 +228,36 @@ def problems(values, rule):
     out = []
     for name in sorted(values):
         out.extend(RULES[rule](name, values[name]))
+    return out
+
+
+def _same(left, right):
+    """Equal values; scalars also when their text is equal (an inventory's ``"8"`` against ``8``)."""
+    if left == right:
+        return True
+    scalar = (str, int, float, bool, type(None))
+    return isinstance(left, scalar) and isinstance(right, scalar) and str(left) == str(right)
+
+
+def alias_problems(values, aliases, contract):
+    """Messages for every role alias whose value differs from its contract variable's value.
+
+    ``values``: ``{alias name: resolved value}`` of the aliases that are defined (an alias that is not defined
+    cannot differ). ``aliases``: ``{alias name: contract name}`` (``sglang_stack_pin_aliases``). ``contract``:
+    ``{contract name: resolved value}``. A contract name missing from ``contract`` is an error of the caller
+    (ValueError). Returns the messages sorted by alias name; empty = no divergence.
+    """
+    out = []
+    for alias in sorted(values):
+        if alias not in aliases:
+            continue
+        name = aliases[alias]
+        if name not in contract:
+            raise ValueError("%s is listed as an alias of %s, which the stack contract does not define" % (alias, name))
+        if not _same(values[alias], contract[name]):
+            out.append("%s is %s but the stack contract's %s is %s: the roles would disagree on it. Set the value once, "
+                       "as %s (inventories/<name>/group_vars/all/sglang_stack.yml), and remove %s from the inventory"
+                       % (alias, _show(values[alias]), name, _show(contract[name]), name, alias))
     return out
 
 

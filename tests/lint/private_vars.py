@@ -7,6 +7,10 @@ Every variable a role defines -- ``register``, ``set_fact`` keys, ``vars`` of a 
 * ``__<role>_<name>``: private to the role (ansible-lint's ``var-naming[no-role-prefix]`` accepts the leading
   underscores; the same scheme as geerlingguy's roles and the project rules in docs/architecture.md).
 
+One more public kind: ``sglang_stack_<name>`` set with ``set_fact`` in any role is a fact of the stack contract
+(roles/sglang_stack defines it with its fallback; the role that produces the value publishes it; docs/architecture.md).
+Anywhere else (``register``, task ``vars``, another role's ``defaults/``) that prefix is another role's.
+
 Not allowed: ``<role>__<name>``, ``_<name>``, ``__<name>`` without the role, another role's prefix or none.
 Ansible's own variables (``ansible_*``, e.g. ``ansible_python_interpreter`` in a task's ``vars``) are exempt.
 (Variables handed *to* a role by a playbook or another role's ``include_role`` are that role's arguments and are not
@@ -37,6 +41,7 @@ ALLOWLIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_va
 SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
 ROLE_CALLS = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
 NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+CONTRACT_PREFIX = "sglang_stack_"   # the stack contract's facts (roles/sglang_stack), published by set_fact
 
 
 def _load(path):
@@ -168,7 +173,9 @@ def check(found, allowed):
     violations = {}
     for (role, name), where in sorted(found.items()):
         kind = scheme(role, name)
-        if kind not in ("public", "private", "ansible"):
+        if name.startswith(CONTRACT_PREFIX) and all(how == "set_fact" for _rel, how in where):
+            kind = "contract"
+        if kind not in ("public", "private", "ansible", "contract"):
             violations["%s:%s" % (role, name)] = (kind, where)
     new = {k: v for k, v in violations.items() if k not in allowed}
     known = {k: v for k, v in violations.items() if k in allowed}

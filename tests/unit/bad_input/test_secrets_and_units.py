@@ -86,7 +86,10 @@ def _render(tmp_path, extra):
     tasks = [{"name": "render %s" % name, "ansible.builtin.template": {
         "src": os.path.join(ROLE, "templates", name), "dest": str(tmp_path / name.replace(".j2", "")), "mode": "0644"}}
         for name in ("sglang.service.j2", "sglang.env.j2", "sglang-health-gate.py.j2")]
-    (tmp_path / "defaults.yml").write_text(open(os.path.join(ROLE, "defaults", "main.yml")).read())
+    # the role's defaults on top of the stack contract's (roles/sglang_stack), which they read
+    contract = os.path.join(ROLE, "..", "sglang_stack", "defaults", "main.yml")
+    (tmp_path / "defaults.yml").write_text(open(contract).read() + open(os.path.join(ROLE, "defaults", "main.yml")).read()
+                                           .replace("---\n", "", 1))
     run = run_play(tmp_path, [{"name": "defaults", "ansible.builtin.include_vars": str(tmp_path / "defaults.yml")}] + tasks,
                    facts, check=False, env={"BAD_INPUT_BLOCK": "0"})
     assert run.rc == 0, run

@@ -21,7 +21,7 @@ CASES = [
      ["sglang_service_extra_env", "a newline"]),
     ("extra-env-key", {"sglang_service_extra_env": {"BAD KEY": "1"}}, ["sglang_service_extra_env", "'BAD KEY'"]),
     ("nccl-env-key", {"sglang_service_nccl_env": {"NCCL-P2P": "1"}}, ["sglang_service_nccl_env", "'NCCL-P2P'"]),
-    ("computed-env-cr", {"preflight_service_env": {"NCCL_P2P_DISABLE": "1\rX=2"}},
+    ("computed-env-cr", {"sglang_stack_service_env": {"NCCL_P2P_DISABLE": "1\rX=2"}},
      ["sglang_service_computed_env", "a carriage return"]),
     ("api-key-newline", {"sglang_service_api_key": KEY + "\nEVIL=1"}, ["sglang_service_api_key", "a newline"]),
     ("model-path-nul", {"sglang_service_model_path": "/srv/m\x00x"}, ["sglang_service_model_path", "NUL"]),
@@ -62,8 +62,8 @@ def test_service_good_values_reach_the_first_change(tmp_path):
     """The same play with good values gets past every check and stops only at the first host-changing task, and
     says which computed safety flag the inventory overrides."""
     run = run_role(tmp_path, "sglang_service", dict(
-        BASE, preflight_service_args=["--disable-custom-all-reduce"], sglang_service_extra_args=["--disable-custom-all-reduce"],
-        preflight_service_env={"NCCL_P2P_DISABLE": "1"}, sglang_service_nccl_env={"NCCL_P2P_DISABLE": "0"},
+        BASE, sglang_stack_service_args=["--disable-custom-all-reduce"], sglang_service_extra_args=["--disable-custom-all-reduce"],
+        sglang_stack_service_env={"NCCL_P2P_DISABLE": "1"}, sglang_service_nccl_env={"NCCL_P2P_DISABLE": "0"},
         sglang_service_read_write_paths=["/srv/with space"]))
     assert run.blocked is not None and "group" in run.blocked, run
     assert "overrides computed safety settings: flag --disable-custom-all-reduce, env NCCL_P2P_DISABLE" in run.out, run

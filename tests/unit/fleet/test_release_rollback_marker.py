@@ -64,7 +64,7 @@ def _run(tmp_path, root, entry_point, play=PLAY, **extra):
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json",
                ANSIBLE_NOCOLOR="1")
     vars_ = dict(extra, entry_point=entry_point, ansible_python_interpreter=sys.executable,
-                 sglang_release_root=str(root),
+                 sglang_stack_root=str(root),
                  sglang_release_owner=pwd.getpwuid(os.getuid()).pw_name,
                  sglang_release_group=grp.getgrgid(os.getgid()).gr_name)
     proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(pb), "-e", json.dumps(vars_)],

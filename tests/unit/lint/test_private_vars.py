@@ -104,6 +104,24 @@ def test_arguments_handed_to_a_called_role_are_not_the_callers_names(tmp_path):
     assert sorted(name for _role_name, name in found) == ["keep_not", "third_path", "third_port"]
 
 
+def test_stack_contract_facts_may_be_published_by_set_fact_only(tmp_path):
+    found = _role(tmp_path, {
+        "defaults/main.yml": "---\nsglang_stack_root: /x\n",
+        "tasks/main.yml": """\
+            ---
+            - name: Publish
+              ansible.builtin.set_fact:
+                sglang_stack_venv: /x/venv
+            - name: Probe
+              ansible.builtin.command: "true"
+              register: sglang_stack_probe
+              changed_when: false
+            """,
+    })
+    new, _known, _stale = private_vars.check(found, set())
+    assert set(new) == {"demo:sglang_stack_root", "demo:sglang_stack_probe"}
+
+
 def test_checkout_has_no_new_violation_and_no_stale_allowlist_entry(capsys):
     assert private_vars.main([]) == 0, capsys.readouterr().err
     allowed = private_vars.read_allowlist()

@@ -74,7 +74,7 @@ def _converge(tmp_path, host_vars, play_vars):
             "sglang_model_root": str(base / "models"), "sglang_model_state_dir": str(base / "state"),
             "sglang_release_dir": str(release), "sglang_release_manifest_venv": str(base / "no-venv"),
             "sglang_release_manifest_unit_path": str(base / "no-unit"),
-            "sglang_service_model_path": "/inventory/value"}, **extra)
+            "sglang_stack_model_path": "/inventory/value"}, **extra)
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     report = str(tmp_path) + "/{{ inventory_hostname }}.wired.json"
     tasks = _site_tasks(WIRING) + [

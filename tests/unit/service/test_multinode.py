@@ -242,7 +242,9 @@ def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
         extra = dict(facts, sglang_service__rdma_groups=["infiniband_verbs"] if rdma else [],
                      sglang_service__rdma_paths=["/dev/infiniband/rdma_cm"] if rdma else [])
         play = [{"name": "render", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                 "vars_files": [os.path.join(role, "defaults", "main.yml")],
+                 # the role's defaults on top of the stack contract's (roles/sglang_stack), which they read
+                 "vars_files": [os.path.join(role, "..", "sglang_stack", "defaults", "main.yml"),
+                                os.path.join(role, "defaults", "main.yml")],
                  "tasks": [{"name": "render the unit", "ansible.builtin.template": {
                      "src": os.path.join(role, "templates", "sglang.service.j2"),
                      "dest": str(tmp_path / ("%s.service" % name)), "mode": "0644"}}]}]

@@ -1,0 +1,75 @@
+"""The stack contract (roles/sglang_stack): a role variable that aliases a contract value and is set to something else
+(an inventory that still sets the role's old name) is refused by the preflight, before anything changes on the host,
+with a message naming both variables and both values."""
+
+import os
+
+import pytest
+import yaml
+
+from harness import ROOT, run_role
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
+
+
+def _contract():
+    with open(os.path.join(ROOT, "roles", "sglang_stack", "defaults", "main.yml")) as handle:
+        return yaml.safe_load(handle)
+
+
+CASES = [
+    # (id, overrides, needles)
+    ("torch-pin-diverges", {"torch_nightly_version": "2.13.0+cu130"},
+     ["torch_nightly_version is '2.13.0+cu130'", "sglang_stack_torch_version is '2.12.0.dev20260307+cu130'"]),
+    ("flashinfer-pin-diverges-from-a-set-contract", {"flashinfer_version": "0.6.5", "sglang_stack_flashinfer_version": "0.6.17"},
+     ["flashinfer_version is '0.6.5'", "sglang_stack_flashinfer_version is '0.6.17'"]),
+    ("kernel-patches-diverge", {"sgl_kernel_sm120_patches": ["cmake_policy_guards"]},
+     ["sgl_kernel_sm120_patches is ['cmake_policy_guards']", "sglang_stack_kernel_patches"]),
+    ("release-key-alias-diverges", {"sglang_release_cuda_version": "13.1"},
+     ["sglang_release_cuda_version is '13.1'", "sglang_stack_cuda_version is '13.0'"]),
+    ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
+]
+
+
+@pytest.mark.parametrize("case_id, overrides, needles", CASES, ids=[c[0] for c in CASES])
+def test_preflight_refuses_an_alias_that_differs_from_the_contract(tmp_path, case_id, overrides, needles):
+    run = run_role(tmp_path, "preflight", overrides)
+    assert run.refused_before_change("stack contract:", *needles), run
+
+
+def test_preflight_accepts_an_alias_equal_to_the_contract(tmp_path):
+    """The same value under both names (also "8" against 8) is no divergence: the run gets past the check."""
+    run = run_role(tmp_path, "preflight", {"torch_nightly_version": "2.14.0+cu130", "sglang_stack_torch_version": "2.14.0+cu130",
+                                           "sglang_service_tp_size": "1"})
+    assert "stack contract:" not in run.out, run
+    assert "Read GPUs, driver, topology and PCIe P2P state" in run.out, run
+
+
+def test_every_alias_names_a_contract_variable():
+    contract = _contract()
+    aliases = contract["sglang_stack_pin_aliases"]
+    assert aliases, "the contract lists its aliases"
+    for alias, name in aliases.items():
+        assert name in contract, "%s aliases %s, which roles/sglang_stack does not define" % (alias, name)
+        assert not alias.startswith("sglang_stack_"), alias
+
+
+def test_every_alias_defaults_to_its_contract_variable():
+    """Each alias is its role's default "{{ <contract variable> }}": equal unless something overrides it."""
+    for alias, name in _contract()["sglang_stack_pin_aliases"].items():
+        role = next(r for r in sorted(os.listdir(os.path.join(ROOT, "roles"))) if alias.startswith(r + "_"))
+        with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as handle:
+            defaults = yaml.safe_load(handle)
+        assert defaults.get(alias) == "{{ %s }}" % name, (role, alias, defaults.get(alias))
+
+
+def test_alias_problems_compare_text_of_scalars_and_whole_lists():
+    aliases = {"a_port": "sglang_stack_port", "a_list": "sglang_stack_list"}
+    contract = {"sglang_stack_port": 30000, "sglang_stack_list": ["x", "y"]}
+    assert _inputs.alias_problems({"a_port": "30000", "a_list": ["x", "y"]}, aliases, contract) == []
+    out = _inputs.alias_problems({"a_port": 30001, "a_list": ["y", "x"]}, aliases, contract)
+    assert len(out) == 2
+    assert out[0].startswith("a_list is ['y', 'x'] but the stack contract's sglang_stack_list is ['x', 'y']")
+    assert out[1].startswith("a_port is 30001 but the stack contract's sglang_stack_port is 30000")
+    with pytest.raises(ValueError, match="sglang_stack_missing"):
+        _inputs.alias_problems({"b": 1}, {"b": "sglang_stack_missing"}, {})
