@@ -77,9 +77,9 @@ def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=Non
         roots[host] = tmp_path / host
         _tree(roots[host])
         hosts[host] = {
-            "sglang_release_root": str(roots[host]),
-            "sglang_release_current": str(roots[host] / "current"),
-            "sglang_release_previous": str(roots[host] / "previous"),
+            "sglang_stack_root": str(roots[host]),
+            "sglang_stack_current": str(roots[host] / "current"),
+            "sglang_stack_previous": str(roots[host] / "previous"),
             "sglang_release_dir": str(roots[host] / "releases" / "new"),
             "sglang_release_id": "new",
         }
@@ -89,7 +89,7 @@ def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=Non
                  "sglang_release_group": grp.getgrgid(os.getgid()).gr_name},
         "children": {"sglang_servers": {"children": {
             "pair": {"hosts": {h: hosts[h] for h in ("gpu-a", "gpu-b")},
-                     "vars": {"sglang_service_multinode_group": "pair", "sglang_service_tp_size": 16}},
+                     "vars": {"sglang_stack_service_multinode_group": "pair", "sglang_service_tp_size": 16}},
             "solo": {"hosts": {"gpu-c": hosts["gpu-c"]}},
         }}},
     }}

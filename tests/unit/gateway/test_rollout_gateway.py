@@ -184,7 +184,7 @@ def _double(task):
     if facts is not None:
         out["ansible.builtin.set_fact"] = facts
     elif (role, entry) == ("sglang_release", "rollback"):
-        out["ansible.builtin.set_fact"] = {"sglang_release_rolled_back": {"to": "{{ sglang_release_previous }}"}}
+        out["ansible.builtin.set_fact"] = {"sglang_release_rolled_back": {"to": "{{ sglang_stack_previous }}"}}
     elif (role, entry) == ("sglang_service", "main"):
         # a restart of sglang.service: the stand-in worker stopped gracefully and started again on its port
         out["ansible.builtin.command"] = {"argv": "{{ test_ctl + (['restart'] if sglang_service_restart | bool else ['status'])"
@@ -246,8 +246,8 @@ def fixture_fleet(tmp_path):
                   "sglang_monitoring_health_kernel_log_path": os.path.join(GH, "kernel", "healthy_boot.log"),
                   "sglang_monitoring_nvidia_smi": os.path.join(GH, "smi_healthy_pro6000_x2", "nvidia-smi"),
                   # what play 1 keeps as facts (set by the roles the stand-ins replace)
-                  "sglang_release_root": str(tmp_path), "sglang_release_current": str(tmp_path / "current"),
-                  "sglang_release_previous": str(previous), "sglang_release_id": "new",
+                  "sglang_stack_root": str(tmp_path), "sglang_stack_current": str(tmp_path / "current"),
+                  "sglang_stack_previous": str(previous), "sglang_release_id": "new",
                   "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
                   "torch_nightly_venv": str(tmp_path / "venv"), "flashinfer_version": "0.6.5",
                   "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",

@@ -184,7 +184,7 @@ def _audit(tmp_path, manifests, pins=None):
         (release / "manifest.json").write_text(json.dumps(manifest))
         os.symlink(str(release), str(tmp_path / host / "opt" / "current"))
         hosts[host] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-                       "sglang_release_root": str(tmp_path / host / "opt"), "sglang_service_name": "bw-test-no-such-unit"}
+                       "sglang_stack_root": str(tmp_path / host / "opt"), "sglang_stack_service_name": "bw-test-no-such-unit"}
         hosts[host].update((pins or {}).get(host, {}))
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts}}}}))
     report = tmp_path / "drift.json"

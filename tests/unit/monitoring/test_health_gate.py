@@ -59,8 +59,8 @@ def _run(tmp_path, playbook, extra=None):
               "sglang_monitoring_health_kernel_log_source": "file",
               "sglang_monitoring_health_expected_gpu_count": 2,
               # what play 1 keeps as facts (set by the roles the stand-ins replace)
-              "sglang_release_root": str(tmp_path), "sglang_release_current": str(tmp_path / "current"),
-              "sglang_release_previous": str(tmp_path / "previous"), "sglang_release_id": "new",
+              "sglang_stack_root": str(tmp_path), "sglang_stack_current": str(tmp_path / "current"),
+              "sglang_stack_previous": str(tmp_path / "previous"), "sglang_release_id": "new",
               "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
               "torch_nightly_venv": str(tmp_path / "venv"), "flashinfer_version": "0.6.5",
               "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",
