@@ -39,7 +39,7 @@ def test_roles_have_script_tasks():
     # the walk finds the known ones (torch_nightly's probe among them); an empty walk would pass vacuously
     names = {(str(p), t.get("name", "")) for p, t in _script_tasks()}
     assert len(names) >= 8
-    assert any(p == "roles/torch_nightly/tasks/verify.yml" for p, _ in names)
+    assert any(path == "roles/torch_nightly/tasks/verify.yml" for path, _name in names)
 
 
 def test_every_script_task_turns_the_tty_off():
