@@ -36,7 +36,7 @@ options:
 EXAMPLES = r"""
 - name: Targets of SGLang's /metrics
   ansible.builtin.set_fact:
-    targets: "{{ groups['sglang_servers'] | blackwell.sglang.prometheus_targets(hostvars, 'sglang_service_port', 30000) }}"
+    targets: "{{ groups['sglang_servers'] | blackwell.sglang.prometheus_targets(hostvars, 'sglang_stack_service_port', 30000) }}"
 """
 
 RETURN = r"""

@@ -10,18 +10,27 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
 
 
+def _service_value(hv, name):
+    """A worker's service setting from the inventory: the sglang_service alias where the inventory still sets it
+    (the preflight refuses one that differs from the contract), else the stack contract's ``sglang_stack_<name>``
+    (roles/sglang_stack; the inventories set it there). None when neither is set."""
+    value = hv.get("sglang_service_" + name)
+    return value if value not in (None, "") else hv.get("sglang_stack_service_" + name)
+
+
 def sglang_gateway_servers(host_names, hostvars, groups, default_port, default_scheme="http"):
     """One dict per server host for :func:`sglang_gateway_workers`, read from the inventory.
 
     Per host: ``sglang_gateway_worker_address`` (else ``ansible_host``, else the inventory name),
     ``sglang_gateway_worker_port`` (else ``default_port``), ``sglang_gateway_worker_scheme``, and the multi-node
-    group of the shared inventory variable ``sglang_service_multinode_group`` with its members' explicit
-    ``sglang_service_node_rank``; also ``sglang_service_port`` and ``sglang_service_host`` for the checks.
+    group (``sglang_stack_service_multinode_group``, or its alias ``sglang_service_multinode_group``) with its members'
+    explicit ``sglang_service_node_rank``; also SGLang's port and bind address (``sglang_stack_service_port`` /
+    ``_host``, or the ``sglang_service_`` aliases) for the checks.
     """
     out = []
     for host in list(host_names or []):
         hv = hostvars[host]
-        group = hv.get("sglang_service_multinode_group") or ""
+        group = _service_value(hv, "multinode_group") or ""
         members = list(groups.get(group) or []) if group else []
         ranks = {}
         for member in members:
@@ -35,8 +44,8 @@ def sglang_gateway_servers(host_names, hostvars, groups, default_port, default_s
             "scheme": hv.get("sglang_gateway_worker_scheme") or default_scheme,
             "multinode_members": members,
             "ranks": ranks,
-            "service_port": hv.get("sglang_service_port"),
-            "service_host": hv.get("sglang_service_host"),
+            "service_port": _service_value(hv, "port"),
+            "service_host": _service_value(hv, "host"),
         })
     return out
 
