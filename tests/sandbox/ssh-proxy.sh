@@ -30,6 +30,9 @@ exec "${PODMAN:-podman}" exec -i "$name" /bin/sh -c '
   mkdir -p /run/sshd /run/blackwell-sandbox-ssh
   printf "%s\n" "$1" > /run/blackwell-sandbox-ssh/authorized_keys.$$
   mv -f /run/blackwell-sandbox-ssh/authorized_keys.$$ /run/blackwell-sandbox-ssh/authorized_keys
+  # the session gets a Debian server login umask (022), not the 077 used for the key above: sshd -i without PAM
+  # keeps the umask it inherits, and with 077 every venv the roles create would be unreadable to the service users
+  umask 022
   exec /usr/sbin/sshd -i -o AuthorizedKeysFile=/run/blackwell-sandbox-ssh/authorized_keys \
     -o PasswordAuthentication=no -o KbdInteractiveAuthentication=no -o UsePAM=no \
     -o PermitRootLogin=prohibit-password -o LogLevel=ERROR
