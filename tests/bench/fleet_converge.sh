@@ -25,42 +25,11 @@ case $CONNECTION in (ssh|podman) ;; (*) echo "BENCH_CONNECTION must be ssh or po
 [[ $CONNECTION == podman ]] || KEY=$(bash "$ROOT/tests/sandbox/ssh-setup.sh" "$IMAGE")
 mkdir -p "$(dirname "$OUT")"
 
-inventory() {  # inventory <n>: n sandbox containers bw-bench-1..n
-  local n=$1 f=$WORK/inv-$1.yml
-  {
-    echo "all:"; echo "  children:"; echo "    sglang_servers:"; echo "      hosts:"
-    for i in $(seq 1 "$n"); do echo "        bench-$i: {ansible_host: bw-bench-$i}"; done
-    echo "      vars:"
-    echo "        ansible_python_interpreter: /usr/bin/python3"
-    if [[ $CONNECTION == ssh ]]; then  # as inventories/sandbox/hosts.yml, with literal paths
-      echo "        ansible_connection: ssh"
-      echo "        ansible_user: root"
-      echo "        ansible_ssh_private_key_file: '$KEY'"
-      echo "        ansible_ssh_common_args: >-"
-      echo "          -o ProxyCommand=\"$ROOT/tests/sandbox/ssh-proxy.sh %h\""
-      echo "          -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
-    else
-      echo "        ansible_connection: containers.podman.podman"
-    fi
-  } > "$f"
-  mkdir -p "$WORK/group_vars" && cp -r "$ROOT"/inventories/sandbox/group_vars/* "$WORK/group_vars/"
-  echo "$f"
-}
-
-up() {  # up <n> [first]: fresh containers bw-bench-<first>..<n>
-  for i in $(seq "${2:-1}" "$1"); do
-    podman rm -f "bw-bench-$i" >/dev/null 2>&1 || true
-    podman run -d --name "bw-bench-$i" --hostname "bench-$i" --systemd=always --pull=never \
-      --ulimit nofile=1024:20000 --ulimit nproc=4096:4096 \
-      -v "$ROOT/.cache/wheelhouse:/opt/wheels:ro" -v "$ROOT/.cache/pip:/root/.cache/pip" \
-      -v "$ROOT/.cache/mirror:/srv/mirror:ro" "$IMAGE" /sbin/init >/dev/null
-  done
-  for i in $(seq "${2:-1}" "$1"); do
-    timeout 120 bash -c "until podman exec bw-bench-$i systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 2; done"
-  done
-}
-
-down() { for i in $(seq 1 "$1"); do podman rm -f "bw-bench-$i" >/dev/null 2>&1 || true; done; }
+# shellcheck source=tests/bench/sandbox_hosts.sh
+. "$ROOT/tests/bench/sandbox_hosts.sh"
+inventory() { bench_inventory "$WORK/inv-$1.yml" bench bw-bench "$1"; }   # inventory <n>: bench-1..n
+up() { bench_up bench bw-bench "$@"; }                                    # up <n> [first]
+down() { bench_down bw-bench "$1"; }
 
 timed() {  # timed <label> <inventory> [ansible-playbook args] -> seconds on stdout, log in $WORK
   local label=$1 inv=$2 start end

@@ -32,42 +32,11 @@ OUT=${OUT_MD:-$ROOT/docs/benchmarks/noop-${N}host-$(date -u +%Y%m%d)-$CONNECTION
 mkdir -p "$(dirname "$OUT")"
 NAME=bw-noop
 
-inventory() {
-  local f=$WORK/inv.yml
-  {
-    echo "all:"; echo "  children:"; echo "    sglang_servers:"; echo "      hosts:"
-    for i in $(seq 1 "$N"); do echo "        noop-$i: {ansible_host: $NAME-$i}"; done
-    echo "      vars:"
-    echo "        ansible_python_interpreter: /usr/bin/python3"
-    if [[ $CONNECTION == ssh ]]; then  # as inventories/sandbox/hosts.yml, with literal paths
-      echo "        ansible_connection: ssh"
-      echo "        ansible_user: root"
-      echo "        ansible_ssh_private_key_file: '$KEY'"
-      echo "        ansible_ssh_common_args: >-"
-      echo "          -o ProxyCommand=\"$ROOT/tests/sandbox/ssh-proxy.sh %h\""
-      echo "          -o IdentitiesOnly=yes -o UserKnownHostsFile=/dev/null -o StrictHostKeyChecking=no -o LogLevel=ERROR"
-    else
-      echo "        ansible_connection: containers.podman.podman"
-    fi
-  } > "$f"
-  mkdir -p "$WORK/group_vars" && cp -r "$ROOT"/inventories/sandbox/group_vars/* "$WORK/group_vars/"
-  echo "$f"
-}
-
-up() {
-  for i in $(seq 1 "$N"); do
-    podman rm -f "$NAME-$i" >/dev/null 2>&1 || true
-    podman run -d --name "$NAME-$i" --hostname "noop-$i" --systemd=always --pull=never \
-      --ulimit nofile=1024:20000 --ulimit nproc=4096:4096 \
-      -v "$ROOT/.cache/wheelhouse:/opt/wheels:ro" -v "$ROOT/.cache/pip:/root/.cache/pip" \
-      -v "$ROOT/.cache/mirror:/srv/mirror:ro" "$IMAGE" /sbin/init >/dev/null
-  done
-  for i in $(seq 1 "$N"); do
-    timeout 120 bash -c "until podman exec $NAME-$i systemctl is-system-running 2>/dev/null | grep -qE 'running|degraded'; do sleep 2; done"
-  done
-}
-
-down() { for i in $(seq 1 "$N"); do podman rm -f "$NAME-$i" >/dev/null 2>&1 || true; done; }
+# shellcheck source=tests/bench/sandbox_hosts.sh
+. "$ROOT/tests/bench/sandbox_hosts.sh"
+inventory() { bench_inventory "$WORK/inv.yml" noop "$NAME" "$N"; }
+up() { bench_up noop "$NAME" "$N"; }
+down() { bench_down "$NAME" "$N"; }
 trap down EXIT
 
 timed() {  # timed <label> -> seconds on stdout, log in $WORK/<label>.log
