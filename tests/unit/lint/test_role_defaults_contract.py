@@ -34,7 +34,7 @@ def _names(expression):
     targets = {t.strip() for group in loop_targets for t in group.split(",")}
     set_targets = set(re.findall(r"\bset\s+(\w+)", text))
     kwargs = set(re.findall(r"(\w+)\s*=(?!=)", text))      # keyword arguments of filters/tests
-    return {n for n in NAME.findall(text)} - KEYWORDS - MAGIC - targets - set_targets - kwargs
+    return set(NAME.findall(text)) - KEYWORDS - MAGIC - targets - set_targets - kwargs
 
 
 def _strings(value):
