@@ -33,6 +33,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import struct
 import sys
 import threading
@@ -374,13 +375,31 @@ def format_errors(root, errors, limit=10):
     return "; ".join(shown) + more
 
 
+def make_readable(root):
+    """Add read (and, for directories, search) permission for group and others to every directory and regular file
+    below ``root``; never removes a bit, never follows a symlink.
+
+    The service user reads the checkpoint, but a download or copy under a hardened umask (027 or 077, CIS benchmarks)
+    leaves it readable by root only. Weights are no secret on the host: the Hub token never reaches these files.
+    """
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode) | 0o755)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
+                os.chmod(path, stat.S_IMODE(mode) | 0o444)
+
+
 def promote(staging, target):
-    """Rename the verified staging directory to the target (same filesystem: atomic). Never replaces a target."""
+    """Rename the verified staging directory to the target (same filesystem: atomic), readable by the service user
+    (``make_readable``). Never replaces a target."""
     if os.path.exists(target):
         raise ModelError("%s already exists; refusing to replace it (remove it or verify it in place)" % target)
     cache = os.path.join(staging, HF_LOCAL_CACHE)
     if os.path.isdir(cache):
         shutil.rmtree(cache)
+    make_readable(staging)
     os.rename(staging, target)
     parent = os.path.dirname(target)
     fd = os.open(parent, os.O_RDONLY)

@@ -1,20 +1,25 @@
-"""Every ``ansible.builtin.script`` task in roles/ runs without ``ssh -tt``.
+"""Settings every task of a kind in roles/ needs on a real server, whatever the inventory says.
 
-Over SSH, Ansible's default ``use_tty = true`` sends script and raw commands with ``ssh -tt``; through the tty the
-script's stderr arrives inside its stdout (with CRLF line ends), and the roles parse that stdout as JSON
-(torch_nightly's probe broke on torch's NumPy warning; docs/testing.md, "No tty"). The task-level connection
-variable ``ansible_ssh_use_tty: false`` fixes it on any inventory; this test keeps a new script task from forgetting
-it. The Molecule scenarios (SSH with the default use_tty) run those tasks for real.
+* ``ansible.builtin.script`` runs without ``ssh -tt``. Over SSH, Ansible's default ``use_tty = true`` sends script
+  and raw commands with ``ssh -tt``; through the tty the script's stderr arrives inside its stdout (with CRLF line
+  ends), and the roles parse that stdout as JSON (torch_nightly's probe broke on torch's NumPy warning;
+  docs/testing.md, "No tty"). The task-level connection variable ``ansible_ssh_use_tty: false`` fixes it on any
+  inventory.
+* ``ansible.builtin.pip`` and ``ansible.builtin.git`` run with ``umask: "0022"``. A host hardened to umask 027 or
+  077 (CIS benchmarks) would otherwise get a root-only venv or checkout, and the service, gateway and exporter users
+  could not run its python (seen in the sandbox when its SSH session had umask 077; docs/testing.md, "Umask").
+
+The walk keeps a new task from forgetting either; the Molecule scenarios run those tasks for real, over SSH.
 """
 
 from __future__ import annotations
 
 import pathlib
 
+import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-SCRIPT_KEYS = ("ansible.builtin.script", "script")
 
 
 def _tasks(items):
@@ -26,23 +31,41 @@ def _tasks(items):
             yield from _tasks(task.get(key))
 
 
-def _script_tasks():
+def _role_tasks(*modules):
     found = []
     for path in sorted((ROOT / "roles").glob("*/tasks/*.yml")):
         for task in _tasks(yaml.safe_load(path.read_text()) or []):
-            if any(k in task for k in SCRIPT_KEYS):
-                found.append((path.relative_to(ROOT), task))
+            if any(m in task for m in modules):
+                found.append((str(path.relative_to(ROOT)), task))
     return found
 
 
-def test_roles_have_script_tasks():
-    # the walk finds the known ones (torch_nightly's probe among them); an empty walk would pass vacuously
-    names = {(str(p), t.get("name", "")) for p, t in _script_tasks()}
-    assert len(names) >= 8
-    assert any(path == "roles/torch_nightly/tasks/verify.yml" for path, _name in names)
+def _args(task, modules):
+    return next(task[m] for m in modules if m in task)
+
+
+SCRIPT = ("ansible.builtin.script", "script")
+INSTALLERS = ("ansible.builtin.pip", "pip", "ansible.builtin.git", "git")
+
+
+@pytest.mark.parametrize("modules, at_least, known", [
+    (SCRIPT, 8, "roles/torch_nightly/tasks/verify.yml"),
+    (INSTALLERS, 10, "roles/sglang_source/tasks/main.yml"),
+])
+def test_the_walk_finds_the_known_tasks(modules, at_least, known):
+    # an empty walk would pass the checks below vacuously
+    found = _role_tasks(*modules)
+    assert len(found) >= at_least
+    assert any(path == known for path, _task in found)
 
 
 def test_every_script_task_turns_the_tty_off():
-    missing = [f"{p}: {t.get('name', '<unnamed>')}" for p, t in _script_tasks()
+    missing = [f"{p}: {t.get('name', '<unnamed>')}" for p, t in _role_tasks(*SCRIPT)
                if (t.get("vars") or {}).get("ansible_ssh_use_tty") is not False]
     assert not missing, "script tasks without vars.ansible_ssh_use_tty: false (docs/testing.md, 'No tty'):\n" + "\n".join(missing)
+
+
+def test_every_pip_and_git_task_sets_a_umask_other_users_can_read():
+    missing = [f"{p}: {t.get('name', '<unnamed>')}" for p, t in _role_tasks(*INSTALLERS)
+               if str(_args(t, INSTALLERS).get("umask", "")) != "0022"]
+    assert not missing, "pip/git tasks without umask: \"0022\" (docs/testing.md, 'Umask'):\n" + "\n".join(missing)

@@ -194,6 +194,35 @@ def test_staging_promoted_only_after_verification(tmp_path):
     assert again["changed"] is False and again["bytes_hashed"] == 0 and again["promoted"] is False
 
 
+def test_promoted_checkpoint_is_readable_by_the_service_user_under_a_hardened_umask(tmp_path):
+    # a download under umask 077 (a CIS-hardened host) writes 0600 files in 0700 directories: root only
+    old = os.umask(0o077)
+    try:
+        src = make_dir(tmp_path, "src")
+        (src / "sub").mkdir()
+        (src / "sub" / "extra.json").write_text("{}")
+        (src / "run.sh").write_text("#!/bin/sh\n")
+        os.chmod(src / "run.sh", 0o700)
+        os.symlink("model.safetensors", src / "link")
+        manifest = _model.manifest_from_dir(str(src), "m", COMMIT, "test")
+        staging = tmp_path / "models" / ".staging" / ("m@" + COMMIT)
+        target = tmp_path / "models" / ("m@" + COMMIT)
+        staging.parent.mkdir(parents=True)
+        os.rename(src, staging)
+        assert (staging / "model.safetensors").stat().st_mode & 0o777 == 0o600
+        good = run_module("sglang_model_verify", verify_args(tmp_path, staging, promote_to=str(target), manifest=manifest),
+                          tmp_path)
+    finally:
+        os.umask(old)
+    assert not good.get("failed"), good.get("msg")
+    modes = {p.relative_to(target).as_posix(): p.lstat().st_mode & 0o777 for p in [target, *target.rglob("*")]}
+    assert modes["."] == 0o755 and modes["sub"] == 0o755
+    assert modes["model.safetensors"] == 0o644 and modes["sub/extra.json"] == 0o644
+    assert modes["run.sh"] == 0o744                        # bits are added, never removed: no new execute bit
+    assert modes[_model.MANIFEST_NAME] == 0o644
+    assert (target / "link").is_symlink()
+
+
 @pytest.mark.parametrize("over, needle", [
     ({"revision": ""}, "sglang_model_revision is empty"),
     ({"revision": "main"}, "not a 40-hex commit"),
