@@ -22,8 +22,10 @@ Reader arguments (JSON object, every key optional):
 * ``versions``: names whose version is returned (``None`` when not installed);
 * ``requires``: names whose ``Requires-Dist`` list is returned (``None`` when not installed);
 * ``closure``: false skips the closure walk (then ``requirements``/``names`` are ignored);
-* ``torch_build``: true imports torch (only when it is installed) for ``{"version", "cuda"}`` of its build, or
-  ``{"import_error": str}``: the one exception to "nothing imported", for the release manifest.
+* ``torch_build``: true reads torch's ``torch/version.py`` (only when torch is installed; parsed, not imported:
+  an import takes seconds) for ``{"version", "cuda"}`` of its build, the values ``torch.__version__`` and
+  ``torch.version.cuda`` have, or ``{"error": str}`` when that file is missing or unreadable (for the release
+  manifest).
 
 Reader output: ``{"python": "3.12.3", "executable": "/opt/v/bin/python", "packaging": bool,
 "distributions": {name: version}, "closure": {name: {"version": str or None, "record": sha256 hex or None,
@@ -34,6 +36,7 @@ itself one of ``requirements``/``names``, not only a dependency of one).
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import platform
@@ -155,17 +158,38 @@ def read(args=None, dists=None):
     if args.get("closure", True) and Requirement is not None:
         _closure(by_name, list(args.get("requirements") or ()), list(args.get("names") or ()), out)
     if args.get("torch_build"):
-        out["torch"] = _torch_build() if "torch" in by_name else {}
+        out["torch"] = _torch_build(by_name["torch"]) if "torch" in by_name else {}
     return out
 
 
-def _torch_build():
-    # only when asked and installed; a failure is reported, not raised (the manifest keeps going)
+def _torch_build(dist):
+    """``{"version", "cuda"}`` from the installed torch's ``torch/version.py``, the module ``torch.version`` is
+    (``__version__ = '2.11.0+cu130'``, ``cuda: Optional[str] = '13.0'``, None on CPU builds). Parsed with
+    :mod:`ast`, never executed or imported. A failure is reported as ``{"error": str}``, not raised (the manifest
+    keeps going)."""
+    path = dist.locate_file("torch/version.py")
     try:
-        import torch  # pylint: disable=import-outside-toplevel,import-error
-    except Exception as exc:  # pylint: disable=broad-except
-        return {"import_error": "%s: %s" % (type(exc).__name__, exc)}
-    return {"version": torch.__version__, "cuda": torch.version.cuda}
+        with open(str(path)) as handle:
+            tree = ast.parse(handle.read(), filename=str(path))
+    except (OSError, SyntaxError, ValueError) as exc:
+        return {"error": "%s: %s" % (type(exc).__name__, exc)}
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in ("__version__", "cuda"):
+                try:
+                    values[target.id] = ast.literal_eval(value)
+                except ValueError:
+                    values[target.id] = None
+    if "__version__" not in values:
+        return {"error": "%s has no __version__" % path}
+    return {"version": values["__version__"], "cuda": values.get("cuda")}
 
 
 def source():

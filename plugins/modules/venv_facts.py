@@ -36,7 +36,9 @@ options:
     elements: str
     default: []
   torch_build:
-    description: Also import torch (only when installed) for its C(version) and C(cuda) build, returned in C(torch).
+    description:
+      - Also read the installed torch's C(torch/version.py) (parsed, not imported) for its C(version) and C(cuda)
+        build, the values of C(torch.__version__) and C(torch.version.cuda), returned in C(torch).
     type: bool
     default: false
   stamp:
@@ -85,7 +87,9 @@ requires:
   returned: always
   type: dict
 torch:
-  description: With I(torch_build), C({version, cuda}) of the installed torch, C({import_error}) when it does not import, C({}) when not installed.
+  description: >-
+    With I(torch_build), C({version, cuda}) of the installed torch (C(cuda) null for a CPU build), C({error}) when its
+    C(torch/version.py) is missing or unreadable, C({}) when torch is not installed.
   returned: when I(torch_build)
   type: dict
 stamp:

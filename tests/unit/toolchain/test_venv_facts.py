@@ -66,6 +66,27 @@ def test_torch_build_without_torch_is_empty(tmp_path):
     assert result["torch"] == {} and "torch" not in result["distributions"]
 
 
+def test_torch_build_is_read_from_version_py_without_importing_torch(tmp_path):
+    site = tmp_path / "site"
+    _dist(site, "torch", "2.11.0+cu130")
+    (site / "torch").mkdir()
+    # torch's own layout of torch/version.py; the __init__ would fail if anything imported the package
+    (site / "torch" / "__init__.py").write_text("raise RuntimeError('torch was imported')\n")
+    (site / "torch" / "version.py").write_text(
+        "from typing import Optional\n__all__ = ['__version__', 'debug', 'cuda', 'git_version', 'hip']\n"
+        "__version__ = '2.11.0+cu130'\ndebug = False\ncuda: Optional[str] = '13.0'\n"
+        "git_version = '70d99e998b7b2b5d5f5f7ba0a4d4fc0e4d3d1c2f'\nhip: Optional[str] = None\n")
+    result = _module(tmp_path, site, {"python": sys.executable, "torch_build": True})
+    assert result["torch"] == {"version": "2.11.0+cu130", "cuda": "13.0"}
+    # a CPU build: cuda is None
+    (site / "torch" / "version.py").write_text("__version__ = '2.13.0+cpu'\ncuda = None\n")
+    assert _module(tmp_path, site, {"python": sys.executable, "torch_build": True})["torch"] == {"version": "2.13.0+cpu", "cuda": None}
+    # no version.py (a broken install): reported, the module does not fail
+    (site / "torch" / "version.py").unlink()
+    result = _module(tmp_path, site, {"python": sys.executable, "torch_build": True})
+    assert not result.get("failed") and "version.py" in result["torch"]["error"]
+
+
 def test_missing_interpreter_fails_naming_it(tmp_path):
     result = _module(tmp_path, tmp_path, {"python": str(tmp_path / "no" / "python")})
     assert result["failed"] and "%s does not exist" % (tmp_path / "no" / "python") in result["msg"]
