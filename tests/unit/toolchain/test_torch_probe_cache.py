@@ -1,0 +1,83 @@
+"""torch_nightly reuses the probe kept in its install stamp only while the GPUs are the same (issue 19).
+
+roles/torch_nightly/tasks/verify.yml run for real by ansible-playbook on localhost. The "venv" is this test's own
+interpreter, which has the CPU torch of requirements-dev (not the pin), so the real probe reports another version and
+the role's pin check fails (verify.yml only reads the venv): a passing play proves the stamped probe was used, a failure naming the real torch proves
+the probe ran. The stamp check (venv_stamp) is given as its registered result, ``matched`` true: what it stands for
+(the torch closure, the interpreter) is tests/unit/toolchain/test_venv_stamp.py's subject.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+PIN = "2.12.0.dev20260307+cu130"
+GPUS = [{"index": 0, "uuid": "GPU-40c1f441-ab03-10a2-d195-757df461a8b4", "pci_bus_id": "0000:00:06.0",
+         "compute_cap": "12.0", "driver_version": "580.159.04", "mig_mode": "Disabled"}]
+STAMPED_PROBE = {"version": PIN, "cuda": "13.0", "arch_list": ["sm_90", "sm_100", "sm_120"], "cuda_available": True,
+                 "device_caps": ["12.0"], "extras": {}, "import_error": None}
+
+
+def play(tmp_path, identity, stamp):
+    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
+    if not exe.exists():
+        pytest.skip("ansible-playbook is not next to this Python")
+    try:
+        import torch  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    except ImportError:
+        pytest.skip("this interpreter has no torch: the real probe would not report one")
+    venv = pathlib.Path(sys.executable).parent.parent   # read only: verify.yml changes nothing
+    playbook = [{"name": "verify", "hosts": "localhost", "connection": "local", "gather_facts": False,
+                 "vars": {"torch_nightly_version": PIN, "torch_nightly_venv": str(venv),
+                          "torch_nightly_python": sys.executable, "sglang_stack_gpu_identity": identity,
+                          "__torch_nightly_stamp": stamp},
+                 "tasks": [{"name": "validate", "ansible.builtin.include_role": {
+                     "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
+                     {"name": "verify", "ansible.builtin.include_role": {
+                         "name": "blackwell.sglang.torch_nightly", "tasks_from": "verify"}},
+                     {"name": "show", "ansible.builtin.debug": {"msg": "INSTALLED={{ torch_nightly_installed | to_json }}"}}]}]
+    path = tmp_path / "play.yml"
+    path.write_text(json.dumps(playbook))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
+               ANSIBLE_FACT_CACHING="memory",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-tmp"))
+    argv = [str(exe), "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable, str(path)]
+    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+def stamp(gpus):
+    return {"matched": True, "reasons": [], "result": {"gpus": gpus, "probe": STAMPED_PROBE}}
+
+
+def test_same_gpus_reuse_the_stamped_probe(tmp_path):
+    proc = play(tmp_path, GPUS, stamp(GPUS))
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "skipping: [localhost]" in proc.stdout.split("Probe torch (version from metadata")[1].split("TASK [")[0]
+    installed = json.loads(proc.stdout.split("INSTALLED=")[1].split('"\n')[0].replace('\\"', '"'))
+    assert installed["version"] == PIN and installed["arch_list"] == STAMPED_PROBE["arch_list"]
+
+
+@pytest.mark.parametrize("identity, stamped_gpus", [
+    ([dict(GPUS[0], driver_version="590.10")], GPUS),           # a driver update
+    ([dict(GPUS[0], uuid="GPU-other")], GPUS),                   # another board in the slot
+    (GPUS + [dict(GPUS[0], index=1, uuid="GPU-2")], GPUS),       # a GPU added
+    (None, GPUS),                                                # preflight did not run in this play
+])
+def test_changed_or_unknown_gpus_run_the_probe_again(tmp_path, identity, stamped_gpus):
+    import torch  # pylint: disable=import-outside-toplevel,import-error
+    proc = play(tmp_path, identity, stamp(stamped_gpus))
+    # the real probe ran: the pin check names this interpreter's torch, not the stamped one
+    assert proc.returncode != 0
+    assert "has torch %s" % torch.__version__.split("+")[0] in proc.stdout, proc.stdout[-3000:]
+
+
+def test_a_stamp_that_did_not_match_is_never_reused(tmp_path):
+    proc = play(tmp_path, GPUS, dict(stamp(GPUS), matched=False))
+    assert proc.returncode != 0 and "wanted %s" % PIN.split("+")[0] in proc.stdout, proc.stdout[-3000:]
