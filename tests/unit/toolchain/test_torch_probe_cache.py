@@ -75,9 +75,9 @@ def test_changed_or_unknown_gpus_run_the_probe_again(tmp_path, identity, stamped
     proc = play(tmp_path, identity, stamp(stamped_gpus))
     # the real probe ran: the pin check names this interpreter's torch, not the stamped one
     assert proc.returncode != 0
-    assert "has torch %s" % torch.__version__.split("+")[0] in proc.stdout, proc.stdout[-3000:]
+    assert "has torch %s" % torch.__version__.split("+", maxsplit=1)[0] in proc.stdout, proc.stdout[-3000:]
 
 
 def test_a_stamp_that_did_not_match_is_never_reused(tmp_path):
     proc = play(tmp_path, GPUS, dict(stamp(GPUS), matched=False))
-    assert proc.returncode != 0 and "wanted %s" % PIN.split("+")[0] in proc.stdout, proc.stdout[-3000:]
+    assert proc.returncode != 0 and "wanted %s" % PIN.split("+", maxsplit=1)[0] in proc.stdout, proc.stdout[-3000:]
