@@ -29,6 +29,10 @@ export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg                 # the shipped settings: profile_tasks, pipelining, forks
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts      # fresh containers: no facts from an earlier run
 export PROFILE_TASKS_TASK_OUTPUT_LIMIT=${PROFILE_TASKS_TASK_OUTPUT_LIMIT:-25}
+# tests/bench/callback_plugins/task_kinds.py: one line per task result (kind: module, controller, skipped) for the
+# "where the rerun's time goes" table; the shipped callbacks of ansible.cfg stay enabled
+export ANSIBLE_CALLBACK_PLUGINS=$ROOT/tests/bench/callback_plugins
+export ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks,blackwell.sglang.preload,task_kinds
 OUT=${OUT_MD:-$ROOT/docs/benchmarks/noop-${N}host-$(date -u +%Y%m%d)-$CONNECTION.md}
 mkdir -p "$(dirname "$OUT")"
 NAME=bw-noop
@@ -45,8 +49,8 @@ timed() {  # timed <label> -> seconds on stdout, log in $WORK/<label>.log
   start=$(date +%s)
   # /usr/bin/time: CPU of ansible-playbook and the children it waits for (its workers, the ssh clients), i.e. the
   # controller's share; the work inside the containers is not counted
-  (cd "$WORK" && timeout 5400 /usr/bin/time -f '%U %S' -o "$WORK/$label.cpu" \
-     "$ANSIBLE_PLAYBOOK" -i "$WORK/inv.yml" "$ROOT/$PLAYBOOK" -v > "$WORK/$label.log" 2>&1) \
+  (cd "$WORK" && TASK_KINDS_TSV=$WORK/$label.tsv timeout 5400 /usr/bin/time -f '%U %S' -o "$WORK/$label.cpu" \
+     "$ANSIBLE_PLAYBOOK" -i "$WORK/inv.yml" "$ROOT/$PLAYBOOK" > "$WORK/$label.log" 2>&1) \
     || { echo "rollout failed for $label, see $WORK/$label.log" >&2; tail -30 "$WORK/$label.log" >&2; exit 1; }
   end=$(date +%s)
   echo $((end - start))
@@ -62,11 +66,31 @@ slowest() {  # the profile_tasks recap of the last play of a run, as Markdown ro
     | sed -E 's/^(.*[^ -]) -+ +([0-9.]+)s$/| \1 | \2 |/' | head -"$PROFILE_TASKS_TASK_OUTPUT_LIMIT"
 }
 
-stamps() {  # "matched/all" venv_stamp results of a run (-v prints each result's JSON, keys sorted; records count too)
-  local all matched
-  all=$(grep -c '"python_version": ' "$WORK/$1.log" || true)
-  matched=$(grep -c '"matched": true, "python_version"' "$WORK/$1.log" || true)
-  echo "$matched/$all"
+stamps() {  # "matched/all" of a run's venv_stamp checks (task_kinds TSV; no -v: a user's run does not print results)
+  awk -F'\t' '$5 == "blackwell.sglang.venv_stamp" && $8 != "" {all++; if ($8 == "true") m++}
+               END{printf "%d/%d", m, all}' "$WORK/$1.tsv"
+}
+
+kinds() {  # the run's task time by kind and by role (task_kinds TSV), as Markdown rows
+  python3 - "$WORK/$1.tsv" <<'PY'
+import collections
+import sys
+
+rows = [line.rstrip("\n").split("\t") for line in open(sys.argv[1], encoding="utf-8")]
+kinds = ("module", "controller", "skipped")
+for kind in kinds:
+    sel = [float(r[3]) for r in rows if r[2] == kind]
+    print("| %s | %d | %.1f |" % (kind, len(sel), sum(sel)))
+print("| (distinct modules) | %d | |" % len({r[4] for r in rows if r[2] == "module"}))
+print()
+print("| role | module tasks | s | controller tasks | s | skipped | s |")
+print("|---|---|---|---|---|---|---|")
+roles = collections.defaultdict(lambda: collections.defaultdict(list))
+for r in rows:
+    roles[r[5].rsplit(".", 1)[-1]][r[2]].append(float(r[3]))
+for role, by in sorted(roles.items(), key=lambda kv: -sum(map(sum, kv[1].values()))):
+    print("| %s | %s |" % (role, " | ".join("%d | %.1f" % (len(by[k]), sum(by[k])) for k in kinds)))
+PY
 }
 
 load() { uptime | sed -E 's/.*load average: //'; }
@@ -94,6 +118,13 @@ Connection: $CONNECTION$( [[ $CONNECTION == ssh ]] && echo " (ProxyCommand tests
 
 Ratio: $(awk -v a="$t2" -v b="$t1" 'BEGIN{printf "%.1f%%", 100 * a / b}').
 
+Where the rerun's task time goes (tests/bench/callback_plugins/task_kinds.py; a loop is one task; per-task prices:
+tests/bench/task_cost.sh):
+
+| kind | tasks | s |
+|---|---|---|
+$(kinds rerun)
+
 Slowest tasks of the rerun's last play (profile_tasks):
 
 | task | s |
@@ -101,4 +132,5 @@ Slowest tasks of the rerun's last play (profile_tasks):
 $(slowest rerun)
 MD
 cat "$OUT"
+cp "$WORK/rerun.tsv" "${OUT%.md}.rerun.tsv"   # for tests/bench/task_cost.sh (TASK_KINDS_TSV=...)
 echo "logs: $WORK"
