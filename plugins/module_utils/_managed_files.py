@@ -98,8 +98,12 @@ def _parent_ok(path, where, planned_dirs):
         raise PlanError("%s: %s is in the way: it is not a directory" % (where, parent))
 
 
-def plan(directories=(), files=(), absent=()):
-    """Read the host and return the actions (list of dicts, see the module docstring); raise PlanError first."""
+def plan(directories=(), files=(), absent=(), check_mode=False):
+    """Read the host and return the actions (list of dicts, see the module docstring); raise PlanError first.
+
+    In check mode a file whose directory is missing is reported as created: an earlier task that would have made the
+    directory did not run either, so the missing directory is not an error there.
+    """
     actions = []
     planned_dirs = set()
     for index, entry in enumerate(directories):
@@ -130,9 +134,12 @@ def plan(directories=(), files=(), absent=()):
         item = {"path": path, "kind": "file", "mode": mode, "uid": uid, "gid": gid, "data": data, "before": None}
         if not os.path.lexists(path):
             parent = os.path.dirname(path)
+            reasons = ["missing"]
             if parent not in planned_dirs and not os.path.isdir(parent):
-                raise PlanError("%s: the directory %s does not exist (list it under directories)" % (where, parent))
-            item.update(action="create", reasons=["missing"])
+                if not check_mode or os.path.lexists(parent):
+                    raise PlanError("%s: the directory %s does not exist (list it under directories)" % (where, parent))
+                reasons.append("directory %s missing (check mode)" % parent)
+            item.update(action="create", reasons=reasons)
         elif os.path.islink(path) or not os.path.isfile(path):
             raise PlanError("%s: exists and is not a regular file (refusing to replace it)" % where)
         else:

@@ -58,7 +58,9 @@ options:
     default: []
     suboptions:
       dest:
-        description: Absolute path; its directory must exist or be listed in I(directories).
+        description:
+          - Absolute path; its directory must exist or be listed in I(directories).
+          - In check mode a missing directory is reported, not an error (the task that would create it did not run).
         type: path
         required: true
       content:
@@ -170,7 +172,7 @@ def main():
             if entry.get(attr) is None:
                 entry[attr] = params[attr]
     try:
-        actions = mf.plan(params["directories"], params["files"], params["absent"])
+        actions = mf.plan(params["directories"], params["files"], params["absent"], check_mode=module.check_mode)
     except mf.PlanError as err:
         module.fail_json(msg="managed_files: %s; nothing was changed" % err)
     changed_paths = [a["path"] for a in actions if a["action"] != "none"]

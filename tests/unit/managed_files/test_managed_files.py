@@ -190,3 +190,15 @@ def test_an_unquoted_yaml_mode_means_the_same_bits(tmp_path):
     as_int = mf.plan([], [{"dest": str(path), "content": "x", "mode": 0o644}])   # YAML 1.1 reads 0644 as 420
     as_str = mf.plan([], [{"dest": str(path), "content": "x", "mode": "0644"}])
     assert as_int[0]["action"] == as_str[0]["action"] == "none"
+
+
+def test_check_mode_reports_a_file_whose_directory_an_earlier_task_would_make(tmp_path):
+    dest = tmp_path / "releases" / "abc" / "manifest.json"
+    entry = [{"dest": str(dest), "content": "{}\n", "mode": "0644"}]
+    with pytest.raises(mf.PlanError, match="does not exist"):
+        mf.plan([], entry)
+    actions = mf.plan([], entry, check_mode=True)
+    assert actions[0]["action"] == "create" and "check mode" in actions[0]["reasons"][1]
+    (tmp_path / "releases").write_text("a file where the directory should be")
+    with pytest.raises(mf.PlanError):
+        mf.plan([], [{"dest": str(tmp_path / "releases" / "x"), "content": "", "mode": "0644"}], check_mode=True)
