@@ -16,8 +16,8 @@ Shapes (all paths absolute, modes octal strings such as ``"0644"``)::
     absent:      [str]      # a file or a symlink; never a directory
 
 A plan is a list of actions ``{"path", "kind": directory|file|absent, "action": create|update|attributes|remove|none,
-"reasons": [...]}`` in the order given (an owner or group of None is not managed: uid/gid -1) (directories, then files, then removals). Files are written atomically: a
-temporary file in the same directory gets the content, the owner and the mode, is flushed to disk and renamed over
+"reasons": [...]}`` in the order given (directories, then files, then removals); an owner or group of None is not
+managed (uid/gid -1). Files are written atomically: a temporary file in the same directory gets the content, the owner and the mode, is flushed to disk and renamed over
 the destination, so a reader sees the old or the new file, never half of one, and a secret never exists with a
 wider mode than asked.
 """

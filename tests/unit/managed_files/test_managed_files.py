@@ -71,7 +71,7 @@ def test_each_kind_of_drift_is_put_right(tmp_path):
 
 
 def test_a_rewritten_file_is_replaced_whole_and_never_wider_than_asked(tmp_path, monkeypatch):
-    _, dirs, files = _entries(tmp_path)
+    dirs, files = _entries(tmp_path)[1:]
     mf.apply(mf.plan(dirs, files))
     key = files[1]["dest"]
     inode = os.stat(key).st_ino
@@ -171,7 +171,7 @@ def test_module_runs_for_real_check_mode_diff_and_a_second_run_is_a_no_op(tmp_pa
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert _recap(proc.stdout)["changed"] == "1"
     assert (base / "unit.service").read_text() == "[Service]\nExecStart=/bin/true\n"
-    proc, _ = _playbook(tmp_path)
+    proc = _playbook(tmp_path)[0]
     assert proc.returncode == 0 and _recap(proc.stdout)["changed"] == "0"
     assert '"changed_paths": []' in proc.stdout
 
