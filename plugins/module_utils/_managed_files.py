@@ -17,9 +17,9 @@ Shapes (all paths absolute, modes octal strings such as ``"0644"``)::
 
 A plan is a list of actions ``{"path", "kind": directory|file|absent, "action": create|update|attributes|remove|none,
 "reasons": [...]}`` in the order given (directories, then files, then removals); an owner or group of None is not
-managed (uid/gid -1). Files are written atomically: a temporary file in the same directory gets the content, the owner and the mode, is flushed to disk and renamed over
-the destination, so a reader sees the old or the new file, never half of one, and a secret never exists with a
-wider mode than asked.
+managed (uid/gid -1). Files are written atomically: a temporary file in the same directory gets the content, the
+owner and the mode, is flushed to disk and renamed over the destination, so a reader sees the old or the new file,
+never half of one, and a secret never exists with a wider mode than asked.
 """
 
 from __future__ import annotations
