@@ -143,13 +143,17 @@ def plan(directories=(), files=(), absent=(), check_mode=False):
         elif os.path.islink(path) or not os.path.isfile(path):
             raise PlanError("%s: exists and is not a regular file (refusing to replace it)" % where)
         else:
+            st = os.stat(path)
+            # an owner or group that is not managed stays what it is, also when the content is rewritten
+            item["uid"] = st.st_uid if uid == -1 else uid
+            item["gid"] = st.st_gid if gid == -1 else gid
             before = _read(path)
             reasons = [] if before == data else ["content"]
             if reasons:
                 item["before"] = before
-                item.update(action="update", reasons=reasons + _attr_reasons(os.stat(path), mode, uid, gid))
+                item.update(action="update", reasons=reasons + _attr_reasons(st, mode, uid, gid))
             else:
-                reasons = _attr_reasons(os.stat(path), mode, uid, gid)
+                reasons = _attr_reasons(st, mode, uid, gid)
                 item.update(action="attributes" if reasons else "none", reasons=reasons)
         actions.append(item)
     for index, raw in enumerate(absent):

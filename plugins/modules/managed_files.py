@@ -46,10 +46,12 @@ options:
         type: raw
         required: true
       owner:
-        description: Owner name; omitted, a new entry belongs to the module's user and an existing one keeps its owner.
+        description:
+          - Owner name; omitted, the task's I(owner).
+          - Without either, a new entry belongs to the module's user and an existing one keeps its owner.
         type: str
       group:
-        description: Group name; omitted, as for I(owner).
+        description: Group name; omitted, the task's I(group), and as for I(owner) without either.
         type: str
   files:
     description: Regular files that must have exactly this content (UTF-8), mode, owner and group.
@@ -72,10 +74,12 @@ options:
         type: raw
         required: true
       owner:
-        description: Owner name; omitted, a new entry belongs to the module's user and an existing one keeps its owner.
+        description:
+          - Owner name; omitted, the task's I(owner).
+          - Without either, a new entry belongs to the module's user and an existing one keeps its owner.
         type: str
       group:
-        description: Group name; omitted, as for I(owner).
+        description: Group name; omitted, the task's I(group), and as for I(owner) without either.
         type: str
   absent:
     description: Files or links that must not exist (a directory here is an error).
