@@ -27,6 +27,14 @@ Patches (each is idempotent, recognised by content, never by line number):
 ``skip_fa3_build`` (optional; facts 1.7)
     Do not compile FA3 (its cubins are sm_90a only): remove the forced ``set(SGL_KERNEL_ENABLE_FA3 ON)`` (present
     up to 2026-06-08) and make the ``option(SGL_KERNEL_ENABLE_FA3 ...)`` default OFF (2026-06-17 on).
+``drop_sparse_attn`` (needed while sgl-attn is a placeholder)
+    Stop building sgl-attn's sparse FlashAttention (``flash_fwd_sparse_*_sm80.cu``, ``flash_sparse_api.cpp`` in the
+    ``common_ops`` sources) and put the ``fwd_sparse`` / ``varlen_fwd_sparse`` registrations of
+    ``csrc/common_extension.cc`` under ``#if 0``. Without the sources, the registrations leave
+    ``flash::mha_fwd_sparse`` and ``flash::mha_varlen_fwd_sparse`` undefined in ``common_ops.abi3.so``, and Python
+    loads extensions with ``RTLD_NOW``: ``import sgl_kernel`` fails. Only SGLang's ``dual_chunk_flash_attn``
+    attention backend calls these ops (``sgl_kernel.sparse_flash_attn``); it then raises at call time
+    (``torch.ops.sgl_kernel`` has no ``fwd_sparse``). Not needed when the tree registers neither op.
 ``sm120_only`` (optional; facts 1.6, 7)
     Keep only the target gencodes (default ``sm_120a``; plain ``sm_120`` lacks FP4 MMA) in
     ``SGL_KERNEL_CUDA_FLAGS`` and put the ``common_ops_sm90_build`` target behind an option that defaults OFF
@@ -47,9 +55,10 @@ import time
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_cmake as cm
 
-PATCHES = ("cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "skip_fa3_build", "sm120_only")
+PATCHES = ("cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn", "skip_fa3_build",
+           "sm120_only")
 DEFAULT_PATCHES = ("cmake_policy_guards", "cccl_include", "fa3_soft_fallback")
-OPTIONAL_PATCHES = ("skip_fa3_build", "sm120_only")
+OPTIONAL_PATCHES = ("drop_sparse_attn", "skip_fa3_build", "sm120_only")
 MARK = "blackwell.sglang"
 
 LAYOUT_LEGACY = "sgl-kernel"             # <checkout>/sgl-kernel (until 2026-07-29)
@@ -58,6 +67,7 @@ LAYOUTS = (LAYOUT_AOT, LAYOUT_LEGACY)
 
 CMAKE_FILE = "CMakeLists.txt"
 FLASH_ATTN_FILE = os.path.join("python", "sgl_kernel", "flash_attn.py")
+SPARSE_OPS = ("fwd_sparse", "varlen_fwd_sparse")
 FA3_ENTRY_POINTS = ("flash_attn_with_kvcache", "flash_attn_varlen_func", "get_scheduler_metadata")
 SM90_COMMON_OPS = "common_ops_sm90_build"
 SM90_OPTION = "SGL_KERNEL_BUILD_SM90_COMMON_OPS"
@@ -397,6 +407,101 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
 
 
 # --------------------------------------------------------------------------------------------------------------
+# drop_sparse_attn: sgl-attn's sparse FlashAttention out of common_ops (CMakeLists.txt + csrc/common_extension.cc)
+# --------------------------------------------------------------------------------------------------------------
+
+_SPARSE_SRC_RE = re.compile(r"flash_fwd_sparse_[A-Za-z0-9_]*\.cu|flash_sparse_api\.cpp")
+_SPARSE_TAG = "%s: drop_sparse_attn" % MARK
+_SPARSE_IF = "#if 0  // >>> %s (sgl-attn's sparse FlashAttention is not built)" % _SPARSE_TAG
+_SPARSE_ENDIF = "#endif  // <<< %s" % _SPARSE_TAG
+
+
+def _statement_end(text, start):
+    """Offset just past the ``;`` that ends the C++ statement starting at ``start`` (strings and parentheses
+    respected), or -1."""
+    depth = 0
+    i, n = start, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i += 1
+            while i < n and text[i] != '"':
+                i += 2 if text[i] == "\\" else 1
+        elif c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == ";" and depth == 0:
+            return i + 1
+        i += 1
+    return -1
+
+
+def _sparse_registrations(text):
+    """``(name, line_start, line_end)`` of every ``m.def("<sparse op>(...")`` / ``m.impl("<sparse op>", ...)``
+    statement that is not already under the patch's ``#if 0``."""
+    guarded = []
+    for m in re.finditer(re.escape(_SPARSE_IF) + r".*?" + re.escape(_SPARSE_ENDIF), text, re.S):
+        guarded.append((m.start(), m.end()))
+    out = []
+    for m in re.finditer(r'\bm\.(?:def|impl)\(\s*"(%s)\b' % "|".join(SPARSE_OPS), text):
+        if any(a <= m.start() < b for a, b in guarded):
+            continue
+        end = _statement_end(text, m.start())
+        if end < 0:
+            continue
+        ls, _ = cm.line_bounds(text, m.start(), m.start())
+        _, le = cm.line_bounds(text, end - 1, end)
+        out.append((m.group(1), ls, le))
+    return out
+
+
+def patch_drop_sparse_attn_cmake(f):
+    edits = []
+    for m in _SPARSE_SRC_RE.finditer(f.text):
+        ls, le = cm.line_bounds(f.text, m.start(), m.end())
+        line = f.text[ls:le]
+        if line.lstrip().startswith("#"):
+            continue
+        ind = re.match(r"[ \t]*", line).group(0)
+        if any(e[0] == ls for e in edits):
+            continue
+        edits.append((ls, le, "%s# %s  # %s\n" % (ind, line.strip(), _SPARSE_TAG)))
+    if not edits:
+        return ("already_applied" if _SPARSE_TAG in f.text else "not_needed"), "no sparse FlashAttention source"
+    f.text = _splice(f.text, edits)
+    return "applied", "%d sparse FlashAttention source(s) out of the build" % len(edits)
+
+
+def patch_drop_sparse_attn_extension(f):
+    regs = _sparse_registrations(f.text)
+    if not regs:
+        return ("already_applied" if _SPARSE_TAG in f.text else "not_needed"), "no sparse op registered"
+    # consecutive registrations (the def/impl pairs, with the comments and blank lines between) share one #if 0
+    blocks = []
+    for _name, ls, le in sorted(regs, key=lambda r: r[1]):
+        if blocks and f.text[blocks[-1][1]:ls].strip() == "":
+            blocks[-1][1] = le
+        else:
+            blocks.append([ls, le])
+    edits = [(ls, le, "%s\n%s%s\n" % (_SPARSE_IF, f.text[ls:le], _SPARSE_ENDIF)) for ls, le in blocks]
+    f.text = _splice(f.text, edits)
+    return "applied", "unregistered %s" % ", ".join(sorted(set(r[0] for r in regs)))
+
+
+def patch_drop_sparse_attn(files):
+    """The sources out of the CMakeLists and the registrations out of every extension source that has them (at both
+    pins: ``csrc/common_extension.cc``), so that neither half is left without the other."""
+    results = [patch_drop_sparse_attn_cmake(files["cmake"])]
+    results += [patch_drop_sparse_attn_extension(f) for key, f in sorted(files.items()) if key.startswith("ext:")]
+    if any(st == "applied" for st, _d in results):
+        return "applied", "; ".join(d for st, d in results if st == "applied")
+    if any(st == "already_applied" for st, _d in results):
+        return "already_applied", "sparse FlashAttention neither built nor registered"
+    return "not_needed", "the tree neither builds nor registers sparse FlashAttention"
+
+
+# --------------------------------------------------------------------------------------------------------------
 # flash_attn.py: FA3 soft fallback (facts 2)
 # --------------------------------------------------------------------------------------------------------------
 
@@ -680,6 +785,8 @@ def _apply(patch, files, target_archs):
         return "cmake", patch_sm120_only(files["cmake"], target_archs)
     if patch == "fa3_soft_fallback":
         return "flash_attn", patch_fa3_soft_fallback(files["flash_attn"])
+    if patch == "drop_sparse_attn":
+        return "cmake", patch_drop_sparse_attn(files)
     raise ValueError(patch)
 
 
@@ -689,6 +796,18 @@ def _load(kernel_dir):
         path = os.path.join(kernel_dir, rel)
         if os.path.isfile(path):
             files[key] = SourceFile(path, rel)
+    # the extension sources that register a sparse op (drop_sparse_attn), whatever their name
+    csrc = os.path.join(kernel_dir, "csrc")
+    for dirpath, _dirs, names in os.walk(csrc):
+        for name in sorted(names):
+            if not name.endswith((".cc", ".cpp", ".cu")):
+                continue
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as fh:
+                if not re.search(br'm\.(?:def|impl)\(\s*"(?:varlen_)?fwd_sparse\b', fh.read()):
+                    continue
+            rel = os.path.relpath(path, kernel_dir)
+            files["ext:" + rel] = SourceFile(path, rel)
     return files
 
 

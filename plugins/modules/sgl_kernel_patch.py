@@ -40,13 +40,18 @@ options:
       - C(fa3_soft_fallback) makes C(sgl_kernel/flash_attn.py) import without the FA3 extension C(flash_ops)
         (logs the error, C(is_fa3_supported()) returns False, entry points raise at call time); trees that load
         FA3 lazily report it C(not_needed).
+      - C(drop_sparse_attn) (optional) takes sgl-attn's sparse FlashAttention out of C(common_ops): its sources
+        leave the build and the C(fwd_sparse)/C(varlen_fwd_sparse) registrations in C(csrc/common_extension.cc) go
+        under C(#if 0). Needed whenever the sgl-attn tree (FetchContent C(repo-flash-attention)) is a placeholder:
+        otherwise the registrations leave two symbols undefined and C(import sgl_kernel) fails. Only SGLang's
+        C(dual_chunk_flash_attn) attention backend calls these ops.
       - C(skip_fa3_build) (optional) stops compiling FA3 (sm_90a-only cubins, useless on SM120); removes the
         forced C(set(SGL_KERNEL_ENABLE_FA3 ON)) of revisions before 2026-06-17 and makes the option default OFF.
       - C(sm120_only) (optional) keeps only O(target_archs) in C(SGL_KERNEL_CUDA_FLAGS) and puts the sm90
         C(common_ops) build behind an option that defaults OFF (SM120 loads the sm100 variant).
     type: list
     elements: str
-    choices: [cmake_policy_guards, cccl_include, fa3_soft_fallback, skip_fa3_build, sm120_only]
+    choices: [cmake_policy_guards, cccl_include, fa3_soft_fallback, drop_sparse_attn, skip_fa3_build, sm120_only]
     default: [cmake_policy_guards, cccl_include, fa3_soft_fallback]
   target_archs:
     description:

@@ -1,128 +1,200 @@
 #!/usr/bin/env bash
-# On the GPU machine (device tool): build the real 0307 sgl-kernel wheel for sm_120a through the collection's role,
-# then check its cubins and compile SGLang's NVFP4 JIT kernels for sm_120a in the service's environment.
-#   run_kernel_build.sh start   -> sets up and starts the build in the background (setsid), returns at once
-#   run_kernel_build.sh wait N  -> prints progress for up to N seconds; exit 0 when finished, 3 while running
-#   run_kernel_build.sh finish  -> cuobjdump, import check, NVFP4 JIT compile; copies the evidence into $OUT
-#   run_kernel_build.sh jit     -> only the NVFP4 JIT compile for sm_120a (needs no kernel build)
-# Carried with the call: .whl (ansible-core, tvm-ffi, flashinfer-python), .gpu-src (bundle tarballs, libnuma debs).
+# On the GPU machine (device tool): build the real sgl-kernel wheels of the stack pins through the collection's role,
+# then check every library of each wheel (symbols, cubins) and load it the way Python does.
+#   run_kernel_build.sh start PIN...   copies the inputs to /tmp, starts one build per pin in the background
+#                                      (setsid; PIN = original | current), returns at once
+#   run_kernel_build.sh wait N         progress for up to N seconds; exit 0 when every build finished, 3 while running
+#   run_kernel_build.sh finish PIN...  re-runs the role (wheel from its cache: install + the role's checks), then
+#                                      unpacks the wheel: cuobjdump of every library, nm of undefined symbols, a real
+#                                      load with no GPU visible; the evidence goes to $OUT/evidence-PIN.tar.gz
+#   run_kernel_build.sh jit PIN        only SGLang's NVFP4 JIT kernels of that pin, for the target archs
+# Carried with the call: .whl (ansible-core and its missing dependencies; tvm-ffi and flashinfer-python for jit),
+# .gpu-src (the upstream bundle's tarballs and manifest.json, Debian's libnuma1/libnuma-dev debs).
+# Each step fails when its evidence is missing.
 set -uo pipefail
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-W=/tmp/bw-gpu
-log=$W/run.log
-mkdir -p "$W"
-export PYTHONPATH=$W/site ANSIBLE_CONFIG=$repo/ansible.cfg ANSIBLE_LOCAL_TEMP=$W/ansible-tmp ANSIBLE_NOCOLOR=1
+src_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=/tmp/bw-gpu
+R=$B/repo            # a copy of the working tree: the device tool replaces the tree at the next call
+export PYTHONPATH=$B/site ANSIBLE_CONFIG=$R/ansible.cfg ANSIBLE_LOCAL_TEMP=$B/ansible-tmp ANSIBLE_NOCOLOR=1
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export PATH=$W/site/bin:$PATH
+export PATH=$B/site/bin:$PATH
+NUMA=$B/numa/usr/lib/x86_64-linux-gnu
+TARGETS=${TARGETS:-sm_120a}
 
-start() {
-  rm -rf "$W"; mkdir -p "$W/site" "$W/cache" "$W/numa" "$W/src"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$repo"/.whl/*.whl || exit 1
-  for d in "$repo"/.gpu-src/*.deb; do dpkg -x "$d" "$W/numa"; done
-  ls -la "$W"/numa/usr/lib/x86_64-linux-gnu/*numa*
-  # the source cache: the bundle's tarballs + placeholders for the two trees the bundle lacks (docs/sgl-kernel.md)
-  ln -s "$repo"/.gpu-src/*.tar.gz "$repo"/.gpu-src/manifest.json "$W/cache/"
-  mkdir -p "$W/cache/repo-triton" "$W/cache/repo-flash-attention"
-  for p in repo-triton repo-flash-attention; do echo "placeholder: not in the upstream bundle" >"$W/cache/$p/.blackwell-placeholder"; done
-  # the install step copies triton's python/triton_kernels/triton_kernels/ into the wheel: an empty directory then
-  mkdir -p "$W/cache/repo-triton/python/triton_kernels/triton_kernels"
-  for f in csrc/flash_attn/src/flash_fwd_sparse_hdim128_bf16_causal_sm80.cu csrc/flash_attn/src/flash_fwd_sparse_hdim128_bf16_sm80.cu \
-           csrc/flash_attn/src/flash_fwd_sparse_hdim128_fp16_causal_sm80.cu csrc/flash_attn/src/flash_fwd_sparse_hdim128_fp16_sm80.cu \
-           csrc/flash_attn/flash_sparse_api.cpp hopper/flash_prepare_scheduler.cu hopper/flash_api.cpp hopper/flash_fwd_combine.cu; do
-    mkdir -p "$(dirname "$W/cache/repo-flash-attention/$f")"; : >"$W/cache/repo-flash-attention/$f"
-  done
-  tar xzf "$repo/.gpu-src/sglang-2026-03-07-d28f35240a.tar.gz" -C "$W/src"
-  # the release venv: the machine's own venv with torch 2.11+cu130 (the stand-in for the stack's torch nightly,
-  # as torch_nightly would leave it); scikit-build-core, ninja and wheel are already in it (no index here)
-  ln -s "$(python3 -c 'import sys; print(sys.prefix)')" "$W/venv"
-  python3 -c 'import sys; print("== release venv:", sys.prefix)'
-  # that venv has `python -m pip` but no bin/pip script (the role calls <venv>/bin/pip, as a venv made by torch_nightly has)
-  [[ -x $W/venv/bin/pip ]] || printf '#!/bin/sh\nexec %s -m pip "$@"\n' "$W/venv/bin/python3" >"$W/venv/bin/pip" && chmod +x "$W/venv/bin/pip"
+tarball() {  # the SGLang tree of a pin
+  case $1 in
+    original) echo sglang-2026-03-07-d28f35240a.tar.gz ;;
+    current) echo sglang-2026-08-18-d55f1c28e2.tar.gz ;;
+    *) echo "unknown pin $1 (original | current)" >&2; return 1 ;;
+  esac
+}
+
+setup_common() {
+  rm -rf "$B"; mkdir -p "$B/site" "$B/numa" "$B/cache"
+  cp -a "$src_repo" "$R" || exit 1
+  rm -rf "$R/.whl" "$R/.gpu-src"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$B/site" \
+    "$src_repo"/.whl/ansible_core-*.whl "$src_repo"/.whl/resolvelib-*.whl "$src_repo"/.whl/cryptography-*.whl \
+    "$src_repo"/.whl/cffi-*.whl "$src_repo"/.whl/pycparser-*.whl || exit 1
+  for d in "$src_repo"/.gpu-src/*.deb; do dpkg -x "$d" "$B/numa"; done
+  ls "$NUMA"/libnuma.so* >/dev/null || { echo "libnuma missing from .gpu-src" >&2; exit 1; }
+  # the source cache: the bundle's tarballs + placeholders for the two trees the bundle lacks (docs/sgl-kernel.md):
+  # empty trees but for the directory triton's install step copies; drop_sparse_attn takes sgl-attn's sparse
+  # sources out of the build and skip_fa3_build its FA3 sources, so the sgl-attn placeholder holds no file at all
+  cp "$src_repo"/.gpu-src/*.tar.gz "$src_repo"/.gpu-src/manifest.json "$B/cache/"
+  mkdir -p "$B/cache/repo-triton/python/triton_kernels/triton_kernels" "$B/cache/repo-flash-attention"
+  for p in repo-triton repo-flash-attention; do echo "placeholder: not in the upstream bundle" >"$B/cache/$p/.blackwell-placeholder"; done
+}
+
+start_pin() {
+  local pin=$1 W=$B/$1 tb; tb=$(tarball "$pin") || exit 1
+  mkdir -p "$W/src" "$W/log"
+  tar xzf "$src_repo/.gpu-src/$tb" -C "$W/src" || exit 1
+  # the release venv: a venv over the machine's torch 2.11+cu130 (the stand-in for the stack's torch nightly, as
+  # torch_nightly leaves it); its own site-packages keep the two pins' kernel distributions apart
+  # (the machine's python3 is itself a venv, so --system-site-packages would not see its torch; the build finds
+  # torch's CMake files under the venv's own site-packages: its distributions are linked in, pip's own excepted)
+  python3 -m venv "$W/venv" || exit 1
+  local msite vsite; msite=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  vsite=$("$W/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  for e in "$msite"/*; do case ${e##*/} in pip|pip-*|sgl_kernel*|sglang_kernel*) ;; *) [[ -e $vsite/${e##*/} ]] || ln -s "$e" "$vsite/"; esac; done
+  for tool in cmake ctest ninja; do ln -s "$(command -v "$tool")" "$W/venv/bin/$tool" || exit 1; done
+  "$W/venv/bin/python" -c 'import torch; print("== release venv", __import__("sys").prefix, "torch", torch.__version__)' || exit 1
+  local archs; archs=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1].split(",")))' "$TARGETS")
   cat >"$W/vars.json" <<JSON
 {"sgl_kernel_sm120_source_dir": "$W/src/sglang", "sgl_kernel_sm120_venv": "$W/venv",
  "sgl_kernel_sm120_cuda_home": "/usr/local/cuda", "sgl_kernel_sm120_cccl_include_dir": "/usr/local/cuda/include/cccl",
  "sgl_kernel_sm120_release_root": "$W/opt", "sgl_kernel_sm120_log_dir": "$W/log",
- "sgl_kernel_sm120_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "skip_fa3_build", "sm120_only"],
- "sgl_kernel_sm120_target_archs": ["sm_120a"], "sgl_kernel_sm120_system_packages": [],
- "sgl_kernel_sm120_cmake_requirement": "",
- "sgl_kernel_sm120_extra_cmake_args": ["-DNUMA_INCLUDE_DIR=$W/numa/usr/include", "-DNUMA_LIB_DIR=$W/numa/usr/lib/x86_64-linux-gnu"],
- "sgl_kernel_sm120_source_cache": "$W/cache",
+ "sgl_kernel_sm120_wheel_cache_dir": "$W/wheels", "sgl_kernel_sm120_build_root": "$W/build",
+ "sgl_kernel_sm120_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn",
+                              "skip_fa3_build", "sm120_only"],
+ "sgl_kernel_sm120_target_archs": $archs, "sgl_kernel_sm120_system_packages": [],
+ "sgl_kernel_sm120_cmake_requirement": "", "sgl_kernel_sm120_max_jobs": 8,
+ "sgl_kernel_sm120_extra_cmake_args": ["-DNUMA_INCLUDE_DIR=$B/numa/usr/include", "-DNUMA_LIB_DIR=$NUMA"],
+ "sgl_kernel_sm120_library_dirs": ["$NUMA"],
+ "sgl_kernel_sm120_source_cache": "$B/cache",
  "sgl_kernel_sm120_source_placeholders_allowed": ["repo-triton", "repo-flash-attention"],
  "sgl_kernel_sm120_pip_extra_args": "--no-index", "sgl_kernel_sm120_progress_interval": 30,
  "sgl_kernel_sm120_keep_build_dir": true, "ansible_python_interpreter": "$(command -v python3)", "gpu_out": "$W"}
 JSON
-  cd "$repo" || exit 1
-  echo "== $(date -u +%T) starting ansible-playbook (log $log)"
-  LD_LIBRARY_PATH=$W/numa/usr/lib/x86_64-linux-gnu setsid nohup python3 "$W/site/bin/ansible-playbook" -i localhost, -c local \
-    tests/gpu/kernel_build.yml -e "@$W/vars.json" >"$log" 2>&1 < /dev/null &
-  echo $! >"$W/pid"
-  sleep 5; tail -5 "$log"
+  echo "== $(date -u +%T) $pin: starting ansible-playbook (log $W/run.log)"
+  (cd "$R" && LD_LIBRARY_PATH=$NUMA setsid nohup python3 "$B/site/bin/ansible-playbook" -i localhost, -c local \
+    tests/gpu/kernel_build.yml -e "@$W/vars.json" >"$W/run.log" 2>&1 < /dev/null & echo $! >"$W/pid")
+}
+
+start() {
+  (($#)) || { echo "start needs at least one pin" >&2; exit 2; }
+  setup_common
+  for pin in "$@"; do start_pin "$pin"; done
+  sleep 20
+  for pin in "$@"; do echo "== $pin"; tail -4 "$B/$pin/run.log"; done
 }
 
 wait_for() {
-  local limit=$1 t0=$SECONDS
-  while kill -0 "$(cat "$W/pid")" 2>/dev/null; do
-    ((SECONDS - t0 >= limit)) && { echo "== $(date -u +%T) still running"; tail -3 "$log"; \
-      grep -hoE '\[[0-9]+/[0-9]+\][^\n]{0,80}' "$W"/log/sgl-kernel-build-*.log 2>/dev/null | tail -1; return 3; }
-    sleep 20
-    grep -hoE '^\[[0-9]+/[0-9]+\]' "$W"/log/sgl-kernel-build-*.log 2>/dev/null | tail -1
+  local limit=$1 t0=$SECONDS running
+  while :; do
+    running=0
+    for W in "$B"/*/; do
+      [[ -f $W/pid ]] || continue
+      if kill -0 "$(cat "$W/pid")" 2>/dev/null; then running=1; fi
+    done
+    ((running)) || break
+    if ((SECONDS - t0 >= limit)); then
+      for W in "$B"/*/; do [[ -f $W/pid ]] || continue
+        echo "== $(date -u +%T) ${W%/}: $(grep -hoE '^\[[0-9]+/[0-9]+\]' "$W"/log/sgl-kernel-build-*.log 2>/dev/null | tail -1) $(tail -1 "$W/run.log")"; done
+      return 3
+    fi
+    sleep 30
   done
-  echo "== $(date -u +%T) ansible-playbook finished"; tail -40 "$log"
-  grep -q 'failed=0' "$log"
+  local rc=0
+  for W in "$B"/*/; do [[ -f $W/pid ]] || continue
+    echo "== ${W%/}: ansible-playbook finished"; tail -25 "$W/run.log"
+    grep -q 'failed=0' "$W/run.log" || rc=1
+  done
+  return $rc
+}
+
+finish_pin() {
+  local pin=$1 W=$B/$1 out=$B/out/$1 rc=0
+  rm -rf "$out"; mkdir -p "$out"
+  [[ -f $W/vars.json ]] || { echo "$pin was never started" >&2; return 1; }
+  # without a built wheel the role would start the whole build again inside this call: refuse instead
+  local whl; whl=$(ls "$W"/wheels/*/*.whl 2>/dev/null | head -1)
+  [[ -n $whl ]] || { echo "$pin: no wheel under $W/wheels (the build did not finish): see $W/run.log" >&2; tail -5 "$W/run.log"; return 1; }
+  # the role again, from a fresh copy of the tree: the wheel comes from its key's cache, then the install and the
+  # role's own checks run (the library check included)
+  rm -rf "$R.new" && cp -a "$src_repo" "$R.new" && rm -rf "$R.new/.whl" "$R.new/.gpu-src" && rm -rf "$R" && mv "$R.new" "$R"
+  (cd "$R" && LD_LIBRARY_PATH=$NUMA python3 "$B/site/bin/ansible-playbook" -i localhost, -c local \
+    tests/gpu/kernel_build.yml -e "@$W/vars.json" -v >"$out/ansible-playbook-rerun.log" 2>&1 </dev/null) || rc=1
+  grep -E 'libraries|unresolved|ok=|failed=' "$out/ansible-playbook-rerun.log" | tail -8
+  cp "$W/run.log" "$out/ansible-playbook.log"
+  cp "$W"/log/sgl-kernel-build-*.log "$out/sgl-kernel-build.log" 2>/dev/null
+  cp "$W"/log/sgl-kernel-configure-*.log "$out/sgl-kernel-configure.log" 2>/dev/null
+  cp "$W/kernel-build-result.json" "$out/" 2>/dev/null || { echo "no kernel-build-result.json" >&2; rc=1; }
+  ls -l "$whl" | tee "$out/wheel.txt"
+  # the wheel itself, not the import (which picks sm90/ on this GPU by design): every library in it
+  local U=$W/unpacked; rm -rf "$U"; mkdir -p "$U"; (cd "$U" && python3 -m zipfile -e "$whl" .)
+  local sos; sos=$(cd "$U" && find . -name '*.so' | sort)
+  [[ -n $sos ]] || { echo "$pin: no library in the wheel" >&2; return 1; }
+  { for so in $sos; do echo "## ${so#./}"; cuobjdump --list-elf "$U/$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
+  echo "== $pin cubins by arch:"; grep -oE 'sm_[0-9]+[a-z]?' "$out/cuobjdump-list-elf.txt" | sort | uniq -c | tee "$out/cubin-archs.txt"
+  { for so in $sos; do echo "## ${so#./}"; nm -D --undefined-only "$U/$so" | c++filt | sed -E 's/^/   /'; done; } >"$out/nm-undefined.txt"
+  echo "== $pin: sparse FlashAttention symbols undefined in the wheel (must be none):"
+  if grep -E 'mha_(varlen_)?fwd_sparse' "$out/nm-undefined.txt"; then rc=1; else echo "   none"; fi
+  # a real load of the installed package with no GPU visible: load_utils.py then picks sm100/ (the SM12x variant)
+  CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH=$NUMA "$W/venv/bin/python" - >"$out/load-no-gpu.txt" 2>&1 <<'PY' || rc=1
+import ctypes, glob, os, sys
+import torch
+import sgl_kernel
+pkg = os.path.dirname(sgl_kernel.__file__)
+print("import sgl_kernel ok:", sgl_kernel.__file__, getattr(sgl_kernel, "__version__", "?"))
+for so in sorted(glob.glob(os.path.join(pkg, "**", "*.so"), recursive=True)):
+    if os.sep + "sm90" + os.sep in so:
+        continue
+    ctypes.CDLL(so, mode=os.RTLD_NOW)
+    print("RTLD_NOW ok:", os.path.relpath(so, pkg))
+ops = torch.ops.sgl_kernel
+print("fwd_sparse registered:", hasattr(ops, "fwd_sparse"), "varlen_fwd_sparse registered:", hasattr(ops, "varlen_fwd_sparse"))
+PY
+  cat "$out/load-no-gpu.txt"
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader >"$out/gpu.txt"
+  tar czf "${OUT:-$B}/evidence-$pin.tar.gz" -C "$B/out" "$pin"
+  return $rc
 }
 
 finish() {
-  local out=${OUT:-$W/out}; mkdir -p "$out"
-  cp "$log" "$out/ansible-playbook.log"
-  cp "$W"/log/sgl-kernel-build-*.log "$out/sgl-kernel-build.log" 2>/dev/null
-  cp "$W"/log/sgl-kernel-configure-*.log "$out/sgl-kernel-configure.log" 2>/dev/null
-  cp "$W/kernel-build-result.json" "$out/" 2>/dev/null
-  # every cubin in the installed extensions must be sm_120a
-  export LD_LIBRARY_PATH=$W/numa/usr/lib/x86_64-linux-gnu
-  site=$("$W/venv/bin/python" -c 'import sgl_kernel, os; print(os.path.dirname(os.path.dirname(sgl_kernel.__file__)))')
-  { for so in $(find "$site/sgl_kernel" "$site/deep_gemm" -name '*.so' 2>/dev/null | sort); do
-      echo "## ${so#"$site"/}"; cuobjdump --list-elf "$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
-  echo "== cubins by arch:"; grep -oE 'sm_[0-9]+[a-z]?' "$out/cuobjdump-list-elf.txt" | sort | uniq -c
-  # the role's own probe (roles/sgl_kernel_sm120/files/sgl_kernel_probe.py): import + FA3 fallback
-  "$W/venv/bin/python" "$repo/roles/sgl_kernel_sm120/files/sgl_kernel_probe.py" 2>&1 | tee "$out/sgl-kernel-probe.json"
-  "$W/venv/bin/python" -c 'import sgl_kernel, sgl_kernel.flash_attn as fa, sgl_kernel.flash_mla as fm; print("fa3 supported:", fa.is_fa3_supported(), "flashmla import error:", fm._flashmla_import_error)' 2>&1 | tee -a "$out/sgl-kernel-probe.json"
-  # NVFP4 JIT kernels (sgl_kernel.cutlass_scaled_fp4_mm / scaled_fp4_quant call them at this pin) for sm_120a, in
-  # the service's environment (roles/sglang_service/templates/sglang.env.j2), as an unprivileged user
-  id sglang >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin sglang
-  state=$W/state cache=$W/cache-svc; mkdir -p "$state" "$cache"; chown sglang "$state" "$cache"
-  chmod -R a+rX "$W/site" "$W/src"; chmod a+x "$W"
-  runuser -u sglang -- env -i HOME="$state" XDG_CACHE_HOME="$cache" TVM_FFI_CACHE_DIR="$cache/tvm-ffi" \
-    FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
-    PATH="$W/venv/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-    PYTHONPATH="$W/site" NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH="$LD_LIBRARY_PATH" \
-    timeout 330 "$W/venv/bin/python" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$out/nvfp4-jit.json" 2>&1 | tee "$out/nvfp4-jit.log"
-  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+  (($#)) || { echo "finish needs at least one pin" >&2; exit 2; }
+  local rc=0
+  for pin in "$@"; do finish_pin "$pin" || rc=1; done
+  return $rc
 }
 
 jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-ffi + flashinfer (CUTLASS headers) carried
-  local out=${OUT:-$W/out}; mkdir -p "$out" "$W/site" "$W/src"
-  python3 -m pip install -q --no-index --no-deps --no-compile --target "$W/site" "$repo"/.whl/apache_tvm_ffi-*.whl \
-    "$repo"/.whl/flashinfer_python-*.whl || exit 1
-  [[ -d $W/src/sglang ]] || tar xzf "$repo/.gpu-src/sglang-2026-03-07-d28f35240a.tar.gz" -C "$W/src"
+  local pin=${1:-original} W=$B/jit-${1:-original} tb; tb=$(tarball "$pin") || exit 1
+  local out=$B/out/jit-$pin; mkdir -p "$out" "$B/site" "$W/src"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$B/site" "$src_repo"/.whl/apache_tvm_ffi-*.whl \
+    "$src_repo"/.whl/flashinfer_python-*.whl || exit 1
+  [[ -d $W/src/sglang ]] || tar xzf "$src_repo/.gpu-src/$tb" -C "$W/src"
   id sglang >/dev/null 2>&1 || useradd -r -M -d /nonexistent -s /usr/sbin/nologin sglang
   local state=$W/state cache=$W/cache-svc; mkdir -p "$state" "$cache" "$W/jit-out"; chown sglang "$state" "$cache" "$W/jit-out"
-  chmod -R a+rX "$W/site" "$W/src"; chmod a+x "$W"
+  chmod -R a+rX "$B/site" "$W/src"; chmod a+x "$B" "$W"
   local py; py=$(python3 -c 'import sys; print(sys.executable)')
   # the service's environment (roles/sglang_service/templates/sglang.env.j2 + the CUDA env file), as the unit user
   runuser -u sglang -- env -i HOME="$state" XDG_CACHE_HOME="$cache" TVM_FFI_CACHE_DIR="$cache/tvm-ffi" \
     FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
     CUDACXX=/usr/local/cuda/bin/nvcc PATH="$(dirname "$py"):/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
-    PYTHONPATH="$W/site" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-    timeout "${JIT_TIMEOUT:-420}" "$py" "$repo/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$W/jit-out/nvfp4-jit.json" \
+    PYTHONPATH="$B/site" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+    timeout "${JIT_TIMEOUT:-420}" "$py" "$R/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$W/jit-out/nvfp4-jit.json" \
     2>&1 | tee "$out/nvfp4-jit.log"
-  cp "$W/jit-out/nvfp4-jit.json" "$out/" 2>/dev/null  # the unit user cannot write to $OUT
-  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader | tee "$out/gpu.txt"
+  cp "$W/jit-out/nvfp4-jit.json" "$out/" || { echo "no nvfp4-jit.json" >&2; return 1; }  # the unit user cannot write to $OUT
+  tar czf "${OUT:-$B}/evidence-jit-$pin.tar.gz" -C "$B/out" "jit-$pin"
 }
 
-case ${1:-} in
-  jit) jit ;;
-  start) start ;;
-  wait) wait_for "${2:-540}" ;;
-  finish) finish ;;
-  *) echo "usage: $0 start|wait N|finish" >&2; exit 2 ;;
+cmd=${1:-}; shift || true
+case $cmd in
+  start) start "$@" ;;
+  wait) wait_for "${1:-540}" ;;
+  finish) finish "$@" ;;
+  jit) jit "$@" ;;
+  *) echo "usage: $0 start PIN... | wait N | finish PIN... | jit PIN" >&2; exit 2 ;;
 esac

@@ -5,8 +5,9 @@
 (../shared/upstream, read in place) plus documented placeholders for the two trees the bundle lacks:
 
 * repo-triton (the build only install()s python/triton_kernels from it; configure reads nothing),
-* repo-flash-attention (sgl-attn at bcf72ccc is not in the bundle; the sparse-attention sources the generator lists
-  are empty files, so the wheel would lack those kernels: SM120 never runs them).
+* repo-flash-attention (sgl-attn at bcf72ccc is not in the bundle): an empty tree. `drop_sparse_attn` takes its sparse
+  FlashAttention sources and their op registrations out of common_ops and `skip_fa3_build` its FA3 sources, so the
+  build reads no file of it (SGLang's SM12x serving paths never call those kernels: docs/sgl-kernel.md).
 
 Original pin (d28f35240a, sgl-kernel 0.3.21): CMake must get through configure and generate (build.ninja), with
 every source offline (FETCHCONTENT_FULLY_DISCONNECTED=ON) and, with `sm120_only`, no gencode but sm_120a.
@@ -43,7 +44,8 @@ SGL_ATTN_FILES = [
     "hopper/flash_api.cpp",
     "hopper/flash_fwd_combine.cu",
 ]
-PATCHES = ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "skip_fa3_build", "sm120_only"]
+PATCHES = ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn", "skip_fa3_build",
+           "sm120_only"]
 # What the current pin's configure reaches with the bundle plus the two placeholders (set from a real run, see
 # docs/sgl-kernel.md): True = the whole build system is generated; otherwise CURRENT_STOP names the file it stops in.
 CURRENT_CONFIGURES = True
@@ -124,7 +126,7 @@ def _playbook():
 
 def test_original_pin_configures_offline_for_sm120a_only(tmp_path):
     src = _tree(tmp_path, ORIGINAL)
-    cache = _cache(tmp_path, {"repo-triton": (), "repo-flash-attention": SGL_ATTN_FILES})
+    cache = _cache(tmp_path, {"repo-triton": (), "repo-flash-attention": ()})
     result, out = _run(tmp_path, src, cache, ["repo-triton", "repo-flash-attention"])
     sources = result["sources"]
     assert [d["name"] for d in sources["dependencies"]] == [
@@ -141,8 +143,10 @@ def test_original_pin_configures_offline_for_sm120a_only(tmp_path):
     assert "Found NUMA" in log  # mscclpp's find_package(NUMA REQUIRED): libnuma-dev from the role's packages
     ninja = os.path.join(result["build_dir"], "build.ninja")
     with open(ninja) as f:
-        codes = set(re.findall(r"code=(sm_[0-9]+[a-z]?)", f.read()))
+        text = f.read()
+    codes = set(re.findall(r"code=(sm_[0-9]+[a-z]?)", text))
     assert codes == {"sm_120a"}, "an SM120-only build compiles for %s" % sorted(codes)
+    assert "flash_sparse" not in text
 
 
 def test_current_pin_is_refused_naming_what_the_bundle_lacks(tmp_path):
@@ -171,13 +175,15 @@ def test_current_pin_without_sm120_only_needs_the_flashmla_revision(tmp_path):
 
 def test_current_pin_configures_as_far_as_the_bundle_allows(tmp_path):
     src = _tree(tmp_path, CURRENT)
-    cache = _cache(tmp_path, {"repo-triton": (), "repo-flash-attention": SGL_ATTN_FILES})
+    cache = _cache(tmp_path, {"repo-triton": (), "repo-flash-attention": ()})
     result, out = _run(tmp_path, src, cache, ["repo-triton", "repo-flash-attention"], expect_ok=CURRENT_CONFIGURES)
     if CURRENT_CONFIGURES:
         ninja = os.path.join(result["build_dir"], "build.ninja")
         with open(ninja) as f:
-            codes = set(re.findall(r"code=(sm_[0-9]+[a-z]?)", f.read()))
+            text = f.read()
+        codes = set(re.findall(r"code=(sm_[0-9]+[a-z]?)", text))
         assert codes == {"sm_120a"}, "an SM120-only build compiles for %s" % sorted(codes)
+        assert "flash_sparse" not in text
     else:
         first = re.search(r"first error: (CMake Error at [^\n]*)", out)
         assert first and CURRENT_STOP in first.group(1), out[-4000:]
