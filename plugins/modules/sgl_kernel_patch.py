@@ -40,10 +40,11 @@ options:
       - C(fa3_soft_fallback) makes C(sgl_kernel/flash_attn.py) import without the FA3 extension C(flash_ops)
         (logs the error, C(is_fa3_supported()) returns False, entry points raise at call time); trees that load
         FA3 lazily report it C(not_needed).
-      - C(drop_sparse_attn) (optional) takes sgl-attn's sparse FlashAttention out of C(common_ops): its sources
+      - C(drop_sparse_attn) (optional) takes sgl-attn's sparse FlashAttention out of C(common_ops); its sources
         leave the build and the C(fwd_sparse)/C(varlen_fwd_sparse) registrations in C(csrc/common_extension.cc) go
-        under C(#if 0). Needed whenever the sgl-attn tree (FetchContent C(repo-flash-attention)) is a placeholder:
-        otherwise the registrations leave two symbols undefined and C(import sgl_kernel) fails. Only SGLang's
+        under a disabled preprocessor block. Needed whenever the sgl-attn tree (FetchContent
+        C(repo-flash-attention)) is a placeholder, since otherwise the registrations leave two symbols undefined and
+        C(import sgl_kernel) fails. Only SGLang's
         C(dual_chunk_flash_attn) attention backend calls these ops.
       - C(skip_fa3_build) (optional) stops compiling FA3 (sm_90a-only cubins, useless on SM120); removes the
         forced C(set(SGL_KERNEL_ENABLE_FA3 ON)) of revisions before 2026-06-17 and makes the option default OFF.
