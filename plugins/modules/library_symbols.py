@@ -61,6 +61,7 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Nothing is changed, so there is no diff.
   platform:
     support: full
     platforms: posix
