@@ -210,7 +210,8 @@ def write_lock(bundle, lock_path):
         "format": 1,
         "manifest_sha256": sha256_file(manifest_path),
         "github_sha256_source": ("github_sha256: the archive's sha256 where upstream SGLang pins that exact URL "
-                                 "(URL_HASH in its CMake, manifest.json fetchcontent[].url_hash); null: not known here"),
+                                 "(URL_HASH in its CMake, manifest.json fetchcontent[].url_hash); "
+                                 "null: not known here"),
         "entries": [lock_entry(bundle, t, known) for t in manifest["tarballs"]],
         "manifest": manifest,
     }

@@ -23,10 +23,16 @@ import time
 
 import pytest
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_sources as S
+
 REPO = pathlib.Path(__file__).resolve().parents[3]
 SCRIPT = REPO / "tests" / "sandbox" / "fetch_upstream.py"
 REAL_LOCK = REPO / "tests" / "sandbox" / "upstream.lock.json"
 REAL_BUNDLE = pathlib.Path(os.environ.get("BLACKWELL_UPSTREAM") or REPO.parent / "shared" / "upstream")
+# the project's bundle itself, not a cache that `make upstream` fetched (BLACKWELL_UPSTREAM=.cache/upstream)
+HAVE_BUNDLE = (REAL_BUNDLE / "manifest.json").is_file() and not (REAL_BUNDLE / ".blackwell-fetch.json").exists()
+NO_BUNDLE = ("%s is not the upstream source bundle (absent, or a cache that make upstream fetched; set "
+             "BLACKWELL_UPSTREAM)" % REAL_BUNDLE)
 
 FAKE_CURL = r'''#!%s
 """Stand-in for curl: never touches the network. Serves https://github.com/<path> from $FAKE_CURL_ROOT/<path>."""
@@ -63,8 +69,9 @@ GIT_ENV = dict(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid", GIT_CO
 
 
 def git(cwd, *args, data=None):
-    return subprocess.run(["git", "-c", "init.defaultBranch=main"] + list(args), cwd=str(cwd), env=dict(os.environ, **GIT_ENV),
-                          input=data, capture_output=True, check=True, timeout=60).stdout
+    return subprocess.run(["git", "-c", "init.defaultBranch=main"] + list(args), cwd=str(cwd),
+                          env=dict(os.environ, **GIT_ENV), input=data, capture_output=True, check=True,
+                          timeout=60).stdout
 
 
 def make_repo(path, files, gitlinks=None):
@@ -158,12 +165,12 @@ def fixture_world(tmp_path):
     k_file, l_file = "kernel-2026-01-02-%s.tar.gz" % kernel[:10], "dep-lib-%s.tar.gz" % lib[:10]
     bundle_tarball(bundle / k_file, [(git(src / "kernel", "archive", "--prefix=kernel/", kernel, "python", "kernel"),
                                       lambda n: True)])
-    kept = ("include/", "examples/common/", "tools/util/", "CMakeLists.txt")
+    kept = ("include/", "examples/common/", "tools/util/", "CMakeLists.txt")  # the trimmed CUTLASS, less big.bin
+    sub = "lib/third-party/cutlass/"
     bundle_tarball(bundle / l_file, [
         (git(src / "lib", "archive", "--prefix=lib/", lib), lambda n: True),
-        (git(src / "cutlass", "archive", "--prefix=lib/third-party/cutlass/", cut),
-         lambda n: n.rstrip("/").count("/") < 3 and not n.endswith("CMakeLists.txt") or (
-             n[len("lib/third-party/cutlass/"):].startswith(kept) and not n.endswith("big.bin")))])
+        (git(src / "cutlass", "archive", "--prefix=" + sub, cut),
+         lambda n: n == sub or n[len(sub):].startswith(kept) and not n.endswith("big.bin"))])
     manifest = {"generated": "test", "pins": {"original": {"commit": kernel, "tarball": k_file}}, "tarballs": [
         {"file": k_file, "sha256": sha256(bundle / k_file), "size": (bundle / k_file).stat().st_size,
          "top_level_dir": "kernel/", "upstream_repo": "https://github.com/acme/kernel", "commit": kernel,
@@ -299,9 +306,8 @@ def test_real_lock_fetch_of_the_kernel_dependencies_serves_sgl_kernel_sources(tm
     own, prefix <repo>-<commit>/, the commit in the pax header, plus a file the bundle left out. sgl_kernel_sources
     must then find in the fetched cache exactly what it finds in the bundle. (The two SGLang trees are single
     archives, the case the synthetic tests cover; GitHub itself cannot be asked: no traffic leaves the machine.)"""
-    if not (REAL_BUNDLE / "manifest.json").is_file():
-        pytest.skip("the upstream source bundle is not at %s (set BLACKWELL_UPSTREAM)" % REAL_BUNDLE)
-    from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_sources as S  # pylint: disable=import-outside-toplevel
+    if not HAVE_BUNDLE:
+        pytest.skip(NO_BUNDLE)
 
     real = json.loads(REAL_LOCK.read_text())
     deps = [e for e in real["entries"] if e["file"].startswith("dep-")]
@@ -460,8 +466,8 @@ def _copy(m, name):
 
 
 def test_the_checked_in_lock_is_what_the_bundle_gives(tmp_path):
-    if not (REAL_BUNDLE / "manifest.json").is_file():
-        pytest.skip("the upstream source bundle is not at %s (set BLACKWELL_UPSTREAM)" % REAL_BUNDLE)
+    if not HAVE_BUNDLE:
+        pytest.skip(NO_BUNDLE)
     proc = run(tmp_path, REAL_BUNDLE, "--write-lock", "--lock", str(tmp_path / "lock.json"))
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "lock.json").read_text()) == json.loads(REAL_LOCK.read_text()), (
