@@ -46,10 +46,19 @@ INVENTORY          ?= inventories/sandbox
 BLACKWELL_SANDBOX_IMAGE ?= localhost/blackwell-sandbox:bookworm
 export BLACKWELL_SANDBOX_IMAGE
 SANITY_ARGS        ?=
+# The pinned upstream sources (the SGLang trees of both pins and the kernel's FetchContent dependencies, listed with
+# their sha256 in tests/sandbox/upstream.lock.json): the project's bundle ../shared/upstream where it exists (read in
+# place; GitHub is never asked), else .cache/upstream, which `make upstream` fills from GitHub archives and verifies.
+# Exported: tests/sandbox/build_sglang_mirror.sh and the unit tests read it.
+BLACKWELL_UPSTREAM ?= $(if $(wildcard $(REPO)/../shared/upstream/manifest.json),$(abspath $(REPO)/../shared/upstream),$(CACHE)/upstream)
+export BLACKWELL_UPSTREAM
+# the command `make upstream` names when it fails (make test runs its steps as sub-makes, which inherit it)
+BLACKWELL_FETCH_FOR ?= make $(or $(MAKECMDGOALS),help)
+export BLACKWELL_FETCH_FOR
 SANITY_DIR         := $(CACHE)/ansible_collections/blackwell/sglang
 SANITY_VENV        := $(CACHE)/sanity-venv
 
-.PHONY: help deps host venv image mirror lint package sanity unit molecule test sandbox sandbox-up sandbox-down clean distclean
+.PHONY: help deps host venv upstream image mirror lint package sanity unit molecule test sandbox sandbox-up sandbox-down clean distclean
 
 help: ## Show this help
 	@echo "blackwell.sglang make targets (run as root):"
@@ -94,10 +103,13 @@ $(VENV)/.deps-stamp: requirements-dev.txt tests/requirements.yml | host
 image: host ## Build the sandbox image $BLACKWELL_SANDBOX_IMAGE (skipped when its recipe hash, build-image.sh included, matches)
 	SANDBOX_IMAGE=$(BLACKWELL_SANDBOX_IMAGE) bash tests/sandbox/build-image.sh
 
-mirror: venv ## Build the local SGLang git mirror .cache/mirror/sglang.git (skipped when up to date)
-	@# CI always has ../shared/upstream: there a missing bundle is an error, not a skip (a user's clone skips)
-	SGLANG_MIRROR_REQUIRE_UPSTREAM=$${SGLANG_MIRROR_REQUIRE_UPSTREAM:-$$([[ "$${CI:-}" == true ]] && echo 1 || echo 0)} \
-	  bash tests/sandbox/build_sglang_mirror.sh
+upstream: ## The pinned upstream sources: the bundle ($BLACKWELL_UPSTREAM) checked, or fetched into .cache/upstream
+	@command -v $(PYTHON) >/dev/null || { echo "$(BLACKWELL_FETCH_FOR): $(PYTHON) not found: apt-get install python3" >&2; exit 1; }
+	$(PYTHON) tests/sandbox/fetch_upstream.py
+
+mirror: venv upstream ## Build the local SGLang git mirror .cache/mirror/sglang.git (skipped when up to date)
+	@# make upstream has run: the sources are there, so their absence is an error here, not a skip
+	SGLANG_MIRROR_REQUIRE_UPSTREAM=$${SGLANG_MIRROR_REQUIRE_UPSTREAM:-1} bash tests/sandbox/build_sglang_mirror.sh
 
 lint: venv ## ansible-lint (production profile, .ansible-lint) + yamllint + the private-variable rule + make package
 	@echo "== yamllint"
@@ -142,16 +154,16 @@ unit: venv ## pytest tests/unit on PYTEST_JOBS workers (pytest-xdist; no tests c
 molecule: venv image mirror ## Every scenario in MOLECULE_SCENARIOS, in order, sharing one image + pip cache (timed)
 	@MOLECULE_ALL="$(strip $(MOLECULE_ALL))" bash molecule/_shared/run-scenarios.sh $(MOLECULE_TIMEOUT) "$(MOLECULE_ARGS)" $(MOLECULE_SCENARIOS)
 
-test: ## THE test suite (CI): deps lint sanity unit molecule (KEEP_GOING=1: run all steps, fail at the end)
+test: ## THE test suite (CI): upstream deps lint sanity unit molecule (KEEP_GOING=1: run all steps, fail at the end)
 	@start=$$(date +%s); failed=""; summary=""; \
-	for t in deps lint sanity unit molecule; do \
+	for t in upstream deps lint sanity unit molecule; do \
 	  s=$$(date +%s); echo "======== make $$t"; \
 	  if $(MAKE) --no-print-directory $$t; then \
 	    echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; summary="$$summary $$t:ok:$$(( $$(date +%s) - s ))"; \
 	  else \
 	    echo "======== make $$t: FAILED after $$(( $$(date +%s) - s ))s"; failed="$$failed $$t"; \
 	    summary="$$summary $$t:FAILED:$$(( $$(date +%s) - s ))"; \
-	    [[ "$(KEEP_GOING)" == 1 && $$t != deps ]] || break; \
+	    [[ "$(KEEP_GOING)" == 1 && $$t != deps && $$t != upstream ]] || break; \
 	  fi; \
 	done; \
 	echo "======== make test steps (wall time):"; \
@@ -160,7 +172,7 @@ test: ## THE test suite (CI): deps lint sanity unit molecule (KEEP_GOING=1: run 
 	if [[ -n $$failed ]]; then echo "======== make test: FAILED ($$failed ) after $$took"; exit 1; fi; \
 	echo "======== make test: all passed in $$took"
 
-sandbox: deps image mirror sandbox-up ## The main job: sandbox container + ansible-playbook site.yml -i inventories/sandbox
+sandbox: upstream deps image mirror sandbox-up ## The main job: sandbox container + ansible-playbook site.yml -i inventories/sandbox
 	timeout 5400 $(BIN)/ansible-playbook site.yml -i $(INVENTORY)
 
 sandbox-up: venv image ## Create the sandbox container(s) of INVENTORY and wait for systemd (reached over SSH)
@@ -171,11 +183,11 @@ sandbox-up: venv image ## Create the sandbox container(s) of INVENTORY and wait 
 sandbox-down: venv ## Remove the sandbox container(s) of INVENTORY
 	$(BIN)/ansible-playbook playbooks/sandbox_down.yml -i $(INVENTORY)
 
-clean: ## Remove sandbox/molecule containers and test outputs (keeps .venv, image, pip cache, mirror)
+clean: ## Remove sandbox/molecule containers and test outputs (keeps .venv, image, pip cache, mirror, upstream sources)
 	-test -x $(BIN)/ansible-playbook && $(BIN)/ansible-playbook playbooks/sandbox_down.yml -i $(INVENTORY)
 	-command -v podman >/dev/null && podman ps -aq --filter label=owner=molecule | xargs -r podman rm -f
 	rm -rf $(CACHE)/ansible_collections $(CACHE)/facts $(CACHE)/sandbox-image tests/output
 
-distclean: clean ## clean + remove .venv, all of .cache (pip cache, mirror) and the sandbox image
+distclean: clean ## clean + remove .venv, all of .cache (pip cache, mirror, fetched upstream sources) and the sandbox image
 	-command -v podman >/dev/null && podman rmi -f $(BLACKWELL_SANDBOX_IMAGE)
 	rm -rf $(VENV) $(CACHE)

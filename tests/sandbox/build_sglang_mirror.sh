@@ -17,21 +17,28 @@
 # The 0.5.9 sdist route of earlier versions is gone: it tested nothing the real trees do not (it was neither pin
 # nor an ancestor of one).
 #
-# Without the bundle (a user's clone has no ../shared/upstream) the script builds nothing, says so, writes the reason
-# to <out>/sglang.skip and exits 0; molecule/_shared/run-scenarios.sh then reports the scenarios that install SGLang
-# from the mirror as skipped with that reason. SGLANG_MIRROR_REQUIRE_UPSTREAM=1 makes the absence an error (CI).
+# A user's clone has no ../shared/upstream: `make upstream` (tests/sandbox/fetch_upstream.py, run before `make mirror`)
+# fetches the same trees from GitHub into .cache/upstream, in the bundle's layout, which this script reads the same way.
+# Run on its own without either, the script builds nothing, says so, writes the reason to <out>/sglang.skip and exits
+# 0; molecule/_shared/run-scenarios.sh then reports the scenarios that install SGLang from the mirror as skipped with
+# that reason. SGLANG_MIRROR_REQUIRE_UPSTREAM=1 (what `make mirror` sets) makes the absence an error.
 #
 # Skipped when the inputs (tarball hashes, fixture tree, this script) are unchanged; rebuilt and republished
 # atomically when they change. The refs and commit ids are written to <out>/sglang.env.
 #
-# Env: BLACKWELL_UPSTREAM (default <repo>/../shared/upstream), SGLANG_MIRROR_FIXTURE (default
+# Env: BLACKWELL_UPSTREAM (default <repo>/../shared/upstream when it holds a manifest.json, else <repo>/.cache/upstream:
+#      the Makefile's rule), SGLANG_MIRROR_FIXTURE (default
 #      tests/fixtures/sgl_kernel_project), SGLANG_MIRROR_FORCE=1 to rebuild, SGLANG_MIRROR_OUT (default
 #      <repo>/.cache/mirror), SGLANG_MIRROR_REQUIRE_UPSTREAM=1 to fail instead of skipping without the bundle.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-UPSTREAM=${BLACKWELL_UPSTREAM:-$repo/../shared/upstream}
+if [[ -z ${BLACKWELL_UPSTREAM:-} && ! -f $repo/../shared/upstream/manifest.json ]]; then
+  UPSTREAM=$repo/.cache/upstream
+else
+  UPSTREAM=${BLACKWELL_UPSTREAM:-$repo/../shared/upstream}
+fi
 FIXTURE=${SGLANG_MIRROR_FIXTURE:-$repo/tests/fixtures/sgl_kernel_project}
 OUT=${SGLANG_MIRROR_OUT:-$repo/.cache/mirror}
 BARE=$OUT/sglang.git
@@ -62,7 +69,7 @@ for pin in "${PINS[@]}"; do
   [[ -r $UPSTREAM/$tarball ]] || missing+=("$tarball")
 done
 if ((${#missing[@]})); then
-  reason="the upstream source bundle is not at $UPSTREAM (missing: ${missing[*]}); the sandbox installs the real pinned SGLang trees from it. Set BLACKWELL_UPSTREAM to the directory that holds them (see MANIFEST.md there)"
+  reason="the upstream source bundle is not at $UPSTREAM (missing: ${missing[*]}); the sandbox installs the real pinned SGLang trees from it. Run make upstream (it fetches them from GitHub into .cache/upstream) or set BLACKWELL_UPSTREAM to the directory that holds them (see MANIFEST.md there)"
   [[ ${SGLANG_MIRROR_REQUIRE_UPSTREAM:-0} == 1 ]] && die "$reason"
   mkdir -p "$OUT"
   echo "$reason" > "$OUT/sglang.skip"

@@ -15,7 +15,7 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 PACKAGES=(podman runc debootstrap debian-archive-keyring uidmap slirp4netns fuse-overlayfs ca-certificates git make
-          python3 python3-venv shellcheck)
+          python3 python3-venv shellcheck curl)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
