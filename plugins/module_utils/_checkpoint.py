@@ -27,6 +27,8 @@ import json
 import os
 import struct
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
+
 INDEX_NAMES = ("model.safetensors.index.json",)
 # A safetensors header is JSON describing tensors; real ones are kilobytes to a few MiB. Refuse absurd sizes
 # rather than reading gigabytes into memory from a corrupt file.
@@ -42,8 +44,9 @@ class CheckpointError(ValueError):
 
 def _load_json(path):
     try:
-        with open(path, "rb") as handle:
-            return json.loads(handle.read().decode("utf-8"))
+        return _fs.load_json(path, "checkpoint JSON file")
+    except _fs.NotUtf8 as exc:
+        raise CheckpointError(str(exc))
     except ValueError as exc:
         raise CheckpointError("%s is not valid JSON: %s" % (path, exc))
 
@@ -138,6 +141,10 @@ def read_safetensors_header(path):
             raise CheckpointError("%s: header truncated (%d of %d bytes)" % (path, len(raw), length))
     try:
         header = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CheckpointError("%s: the safetensors header is not UTF-8: byte 0x%02x at offset %d of the file "
+                              "cannot be decoded (the file is damaged: fetch it again)" % (
+                                  path, raw[exc.start], 8 + exc.start))
     except ValueError as exc:
         raise CheckpointError("%s: header is not JSON: %s" % (path, exc))
     return [name for name in header if name != "__metadata__"]

@@ -39,6 +39,7 @@ import sys
 import threading
 import time
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 
@@ -135,8 +136,9 @@ def new_manifest(name, revision, source, files):
 
 def load_manifest(path):
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = _fs.load_json(path, "model manifest")
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from exc
     except (OSError, ValueError) as exc:
         raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from exc
     return check_manifest(data, path)
@@ -228,7 +230,9 @@ def safetensors_problem(path, size=None):
         raw = handle.read(length)
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except UnicodeDecodeError as exc:
+        return "header is not UTF-8: byte 0x%02x at offset %d of the file" % (raw[exc.start], 8 + exc.start)
+    except ValueError as exc:
         return "header is not JSON (%s)" % exc
     if not isinstance(header, dict):
         return "header is not a JSON object"
@@ -268,9 +272,8 @@ def index_problems(root, files):
         if not rel.endswith(".safetensors.index.json"):
             continue
         try:
-            with open(os.path.join(root, rel), encoding="utf-8") as handle:
-                weight_map = json.load(handle).get("weight_map", {})
-        except (OSError, ValueError, AttributeError) as exc:
+            weight_map = _fs.load_json(os.path.join(root, rel), "index").get("weight_map", {})
+        except (OSError, ValueError, AttributeError) as exc:   # NotUtf8 names the byte offset
             problems.append({"file": rel, "reason": "index unreadable: %s" % exc})
             continue
         base = os.path.dirname(rel)
