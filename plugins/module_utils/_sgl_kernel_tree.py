@@ -521,8 +521,8 @@ def _sparse_registrations(text):
         end = _statement_end(text, m.start())
         if end < 0:
             continue
-        ls, _ = cm.line_bounds(text, m.start(), m.start())
-        _, le = cm.line_bounds(text, end - 1, end)
+        ls = cm.line_bounds(text, m.start(), m.start())[0]
+        le = cm.line_bounds(text, end - 1, end)[1]
         out.append((m.group(1), ls, le))
     return out
 

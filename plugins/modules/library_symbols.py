@@ -61,6 +61,7 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is no diff.
   platform:
     support: full
     platforms: posix
