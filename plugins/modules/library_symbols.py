@@ -115,17 +115,14 @@ import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.blackwell.sglang.plugins.module_utils import _elf
+from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
 
 _PATH_PROBE = "import json, sys; print(json.dumps({'path': sys.path, 'executable': sys.executable}))"
 
 
-def _norm(name):
-    return re.sub(r"[-_.]+", "_", name).lower()
-
-
 def find_dists(site_dirs, names):
     """``{name: (site_dir, dist_info_dir, version)}`` for the names installed under ``site_dirs``."""
-    wanted = dict((_norm(n), n) for n in names)
+    wanted = dict((canonicalize_name(n), n) for n in names)
     out = {}
     for site in site_dirs:
         try:
@@ -137,7 +134,7 @@ def find_dists(site_dirs, names):
                 continue
             stem = entry[:-len(".dist-info")]
             dist, _sep, version = stem.partition("-")
-            name = wanted.get(_norm(dist))
+            name = wanted.get(canonicalize_name(dist))
             if name and name not in out:
                 out[name] = (site, os.path.join(site, entry), version)
     return out

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # On the GPU machine (device tool): build the real sgl-kernel wheels of the stack pins through the collection's role,
 # then check every library of each wheel (symbols, cubins) and load it the way Python does.
-#   run_kernel_build.sh start PIN...   copies the inputs to /tmp, starts one build per pin in the background
+#   run_kernel_build.sh start PIN      copies the inputs to /tmp, starts the build of that pin in the background
 #                                      (setsid; PIN = original | current), returns at once
 #   run_kernel_build.sh wait N         progress for up to N seconds; exit 0 when every build finished, 3 while running
 #   run_kernel_build.sh finish PIN...  re-runs the role (wheel from its cache: install + the role's checks), then
@@ -83,7 +83,8 @@ JSON
 }
 
 start() {
-  (($#)) || { echo "start needs at least one pin" >&2; exit 2; }
+  # one pin at a time: two builds at once on the 16-core machine both died halfway (cause not found)
+  (($# == 1)) || { echo "start takes exactly one pin (original | current)" >&2; exit 2; }
   setup_common
   for pin in "$@"; do start_pin "$pin"; done
   sleep 20
