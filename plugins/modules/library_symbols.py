@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: library_symbols
 short_description: Check that every undefined symbol of a distribution's libraries is provided by what they link
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads the C(RECORD) of each named distribution installed in a Python environment, and every ELF shared library
     it lists (C(*.so), C(*.so.N)).
