@@ -120,7 +120,7 @@ finish_pin() {
   rm -rf "$out"; mkdir -p "$out"
   [[ -f $W/vars.json ]] || { echo "$pin was never started" >&2; return 1; }
   # without a built wheel the role would start the whole build again inside this call: refuse instead
-  local whl; whl=$(ls "$W"/wheels/*/*.whl 2>/dev/null | head -1)
+  local whl; whl=$(find "$W/wheels" -mindepth 2 -maxdepth 2 -name '*.whl' 2>/dev/null | sort | head -1)
   [[ -n $whl ]] || { echo "$pin: no wheel under $W/wheels (the build did not finish): see $W/run.log" >&2; tail -5 "$W/run.log"; return 1; }
   # the role again, from a fresh copy of the tree: the wheel comes from its key's cache, then the install and the
   # role's own checks run (the library check included)
@@ -132,7 +132,7 @@ finish_pin() {
   cp "$W"/log/sgl-kernel-build-*.log "$out/sgl-kernel-build.log" 2>/dev/null
   cp "$W"/log/sgl-kernel-configure-*.log "$out/sgl-kernel-configure.log" 2>/dev/null
   cp "$W/kernel-build-result.json" "$out/" 2>/dev/null || { echo "no kernel-build-result.json" >&2; rc=1; }
-  ls -l "$whl" | tee "$out/wheel.txt"
+  stat -c '%s bytes %n' "$whl" | tee "$out/wheel.txt"
   # the wheel itself, not the import (which picks sm90/ on this GPU by design): every library in it
   local U=$W/unpacked; rm -rf "$U"; mkdir -p "$U"; (cd "$U" && python3 -m zipfile -e "$whl" .)
   local sos; sos=$(cd "$U" && find . -name '*.so' | sort)
@@ -143,7 +143,7 @@ finish_pin() {
   echo "== $pin: sparse FlashAttention symbols undefined in the wheel (must be none):"
   if grep -E 'mha_(varlen_)?fwd_sparse' "$out/nm-undefined.txt"; then rc=1; else echo "   none"; fi
   # a real load of the installed package with no GPU visible: load_utils.py then picks sm100/ (the SM12x variant)
-  CUDA_VISIBLE_DEVICES= LD_LIBRARY_PATH=$NUMA "$W/venv/bin/python" - >"$out/load-no-gpu.txt" 2>&1 <<'PY' || rc=1
+  CUDA_VISIBLE_DEVICES='' LD_LIBRARY_PATH=$NUMA "$W/venv/bin/python" - >"$out/load-no-gpu.txt" 2>&1 <<'PY' || rc=1
 import ctypes, glob, os, sys
 import torch
 import sgl_kernel
