@@ -69,7 +69,7 @@ start_pin() {
  "sgl_kernel_sm120_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn",
                               "skip_fa3_build", "sm120_only"],
  "sgl_kernel_sm120_target_archs": $archs, "sgl_kernel_sm120_system_packages": [],
- "sgl_kernel_sm120_cmake_requirement": "", "sgl_kernel_sm120_max_jobs": 8,
+ "sgl_kernel_sm120_cmake_requirement": "", "sgl_kernel_sm120_max_jobs": ${MAX_JOBS:-16},
  "sgl_kernel_sm120_extra_cmake_args": ["-DNUMA_INCLUDE_DIR=$B/numa/usr/include", "-DNUMA_LIB_DIR=$NUMA"],
  "sgl_kernel_sm120_library_dirs": ["$NUMA"],
  "sgl_kernel_sm120_source_cache": "$B/cache",
@@ -83,7 +83,8 @@ JSON
 }
 
 start() {
-  # one pin at a time: two builds at once on the 16-core machine both died halfway (cause not found)
+  # one pin at a time: two builds at once on the 16-core machine both died halfway (most likely memory: nvcc jobs
+  # on CUTLASS sources take several GiB each)
   (($# == 1)) || { echo "start takes exactly one pin (original | current)" >&2; exit 2; }
   setup_common
   for pin in "$@"; do start_pin "$pin"; done
