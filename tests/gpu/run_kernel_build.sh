@@ -10,7 +10,8 @@
 #   run_kernel_build.sh jit PIN        only SGLang's NVFP4 JIT kernels of that pin, for the target archs
 # Carried with the call: .whl (ansible-core and its missing dependencies; tvm-ffi and flashinfer-python for jit),
 # .gpu-src (the upstream bundle's tarballs and manifest.json, Debian's libnuma1/libnuma-dev debs).
-# Each step fails when its evidence is missing.
+# Each step fails when its evidence is missing. The machine goes back after a short idle time, and a build with it:
+# call `wait N; finish PIN` in one command once the build is near its end.
 set -uo pipefail
 src_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 B=/tmp/bw-gpu
@@ -98,7 +99,8 @@ wait_for() {
     running=0
     for W in "$B"/*/; do
       [[ -f $W/pid ]] || continue
-      if kill -0 "$(cat "$W/pid")" 2>/dev/null; then running=1; fi
+      # setsid forks when it leads a process group, so the recorded pid may be gone: ask by the pin's vars file
+      if pgrep -f "ansible-playbook.*$W/vars.json" >/dev/null 2>&1 || pgrep -f "ansible-playbook.*${W%/}/vars.json" >/dev/null 2>&1; then running=1; fi
     done
     ((running)) || break
     if ((SECONDS - t0 >= limit)); then
