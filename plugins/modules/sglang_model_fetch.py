@@ -187,7 +187,10 @@ def run(module, params):
                total_bytes=sum(f["size"] for f in manifest["files"].values()), staged_bytes=0, bytes_hashed=0)
 
     if os.path.isdir(target):
-        stored = _model.load_manifest(os.path.join(target, _model.MANIFEST_NAME))
+        stored = _model.load_manifest_in(target)
+        if stored is None:
+            raise _model.ModelError("%s exists but holds no %s; it was not put there by this module: move it away "
+                                    "or verify it with sglang_model_verify" % (target, _model.MANIFEST_NAME))
         disagree = _model.manifest_disagreements(stored, manifest)
         if disagree:
             module.fail_json(msg="%s exists but its manifest does not match the Hub's metadata of %s@%s: %s" % (
