@@ -231,3 +231,195 @@ def open_file(path, rel):
     if found == "dir":
         raise TreeError(rel, "is a directory, not a file")
     return open_entry(found, root)
+
+
+# ---------------------------------------------------------------------------------------------------- archives
+
+# a zip symlink member holds its target as data; a longer one is no path
+MAX_LINK_TARGET = 4096
+
+
+def _member_parts(name):
+    """'/'-separated parts of an archive member name without '.' parts; None for the archive's root entry.
+
+    :raises ValueError: absolute, or a '..' part (the reason as text)."""
+    if name.startswith("/"):
+        raise ValueError("is an absolute member name")
+    parts = [part for part in name.rstrip("/").split("/") if part not in ("", ".")]
+    if ".." in parts:
+        raise ValueError("has a '..' component")
+    return parts or None
+
+
+class _Members(object):
+    """The archive rule, applied member by member in archive order (what an unpacker would create)."""
+
+    def __init__(self):
+        self.problems, self.files, self.dirs, self.links, self.bytes = [], set(), set(), set(), 0
+
+    def refuse(self, name, reason):
+        self.problems.append(TreeError(name, reason))
+
+    def add(self, name, what, size=0, target=None):
+        """``what``: "dir", "file", "symlink" (``target`` its text), "hardlink" (``target`` the member it names), or
+        the kind of a special member (refused)."""
+        try:
+            parts = _member_parts(name)
+        except ValueError as exc:
+            self.refuse(name, str(exc))
+            return
+        if parts is None:
+            return
+        rel = "/".join(parts)
+        for depth in range(1, len(parts)):
+            if "/".join(parts[:depth]) in self.links:
+                self.refuse(name, "would be unpacked through the link member %s" % "/".join(parts[:depth]))
+                return
+        if rel in self.files or rel in self.links or (rel in self.dirs and what != "dir"):
+            self.refuse(name, "appears twice (the later member would replace the earlier one)")
+            return
+        if what == "dir":
+            self.dirs.add(rel)
+        elif what == "file":
+            self.files.add(rel)
+            self.bytes += size
+        elif what == "symlink":
+            self._symlink(name, rel, target)
+        elif what == "hardlink":
+            try:
+                linked = _member_parts(target or "")
+            except ValueError:
+                linked = None
+            if not linked or "/".join(linked) not in self.files:
+                self.refuse(name, "is a hard link to %s, which is not an earlier regular file of the archive" % target)
+                return
+            self.files.add(rel)
+        else:
+            self.refuse(name, "is %s member; a checkpoint holds regular files, directories and links to files" % what)
+
+    def _symlink(self, name, rel, target):
+        if not target or target.startswith("/"):
+            self.refuse(name, "is a link to %r: %s" % (target, "an absolute link (a checkpoint's links must be "
+                                                                "relative)" if target else "an empty link"))
+            return
+        resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
+        if resolved == ".." or resolved.startswith("../"):
+            self.refuse(name, "is a link to %s, which leaves the archive" % target)
+            return
+        self.links.add(rel)
+
+
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+class _open_tar(object):  # pylint: disable=invalid-name
+    """``tarfile.open`` that also reads a zstd-compressed tar (``.tar.zst``, which tarfile reads only from Python
+    3.14) through the ``zstd`` program as a stream."""
+
+    def __init__(self, tarfile, path):
+        self.proc, self.path = None, path
+        with open(path, "rb") as handle:
+            magic = handle.read(4)
+        if magic == ZSTD_MAGIC:
+            import shutil  # pylint: disable=import-outside-toplevel
+            import subprocess  # pylint: disable=import-outside-toplevel
+            zstd = shutil.which("zstd")
+            if not zstd:
+                raise TreeError(path, "is zstd-compressed and cannot be checked without the zstd program on this "
+                                      "machine (install zstd, or use a plain, gzip or xz tar)")
+            self.proc = subprocess.Popen([zstd, "-dcq", "--", path], stdout=subprocess.PIPE,
+                                         stderr=subprocess.DEVNULL)
+            self.archive = tarfile.open(fileobj=self.proc.stdout, mode="r|")
+        else:
+            self.archive = tarfile.open(path, "r:*")
+
+    def __enter__(self):
+        return self.archive
+
+    def __exit__(self, exc_type, exc, tb):
+        self.archive.close()
+        if self.proc is not None:
+            if exc_type is None:
+                while self.proc.stdout.read(1 << 20):
+                    pass
+            self.proc.stdout.close()
+            if exc_type is not None:
+                self.proc.kill()
+            if self.proc.wait() != 0 and exc_type is None:
+                raise TreeError(self.path, "is not a whole zstd stream (zstd -d exited with %d)" % self.proc.returncode)
+        return False
+
+
+def check_archive(path):
+    """Check a model archive, or a model directory, before it is unpacked or copied.
+
+    A directory is judged by the link rule (:func:`scan`). A tar file (plain, gzip, bzip2, xz; zstd through the
+    ``zstd`` program) or zip file by the
+    archive rule: members are regular files, directories, relative symlinks that stay inside the archive (judged
+    again by the link rule once unpacked, before anything is promoted) and hard links to earlier regular members;
+    refused, naming the member: an absolute name or one with '..', a member that appears twice, a member below a
+    symlink member (it would be written through the link), a device, FIFO or other special member.
+
+    :returns: ``{"kind": "directory" | "tar" | "zip", "files": int, "bytes": int (regular files, what the unpacked
+        or copied model takes), "problems": [TreeError]}``.
+    :raises TreeError: when ``path`` is neither a directory nor a readable tar or zip file.
+    """
+    import tarfile  # pylint: disable=import-outside-toplevel
+    import zipfile  # pylint: disable=import-outside-toplevel
+    import zlib  # pylint: disable=import-outside-toplevel
+    try:
+        import lzma  # pylint: disable=import-outside-toplevel
+        broken = (lzma.LZMAError, zlib.error)
+    except ImportError:  # a Python built without lzma reads no .xz either (tarfile says so)
+        broken = (zlib.error,)
+    if os.path.isdir(path):
+        entries, problems = scan(path)
+        return {"kind": "directory", "files": len(entries), "bytes": sum(e.stat.st_size for e in entries.values()),
+                "problems": problems}
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise TreeError(path, "cannot be read: %s" % (exc.strerror or exc)) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise TreeError(path, "is %s, neither a directory nor an archive file" % kind(st.st_mode))
+    members = _Members()
+    try:
+        if zipfile.is_zipfile(path):
+            archive_kind = "zip"
+            with zipfile.ZipFile(path) as archive:
+                for info in archive.infolist():
+                    mode = info.external_attr >> 16
+                    if stat.S_ISLNK(mode):
+                        if info.file_size > MAX_LINK_TARGET:
+                            members.refuse(info.filename, "is a link member of %d bytes (no path)" % info.file_size)
+                            continue
+                        target = archive.read(info).decode("utf-8", "replace")
+                        members.add(info.filename, "symlink", target=target)
+                    elif info.is_dir():
+                        members.add(info.filename, "dir")
+                    elif stat.S_IFMT(mode) in (0, stat.S_IFREG):   # 0: no type recorded (DOS-made zips)
+                        members.add(info.filename, "file", size=info.file_size)
+                    else:
+                        members.add(info.filename, kind(mode))
+        else:
+            archive_kind = "tar"
+            with _open_tar(tarfile, path) as archive:
+                for info in archive:
+                    if info.isdir():
+                        members.add(info.name, "dir")
+                    elif info.isreg():
+                        members.add(info.name, "file", size=info.size)
+                    elif info.issym():
+                        members.add(info.name, "symlink", target=info.linkname)
+                    elif info.islnk():
+                        members.add(info.name, "hardlink", target=info.linkname)
+                    else:
+                        members.add(info.name, {tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
+                                                tarfile.FIFOTYPE: "a FIFO"}.get(info.type, "a special (type %r)"
+                                                                                 % info.type))
+    except TreeError:
+        raise
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError) + broken as exc:
+        raise TreeError(path, "is neither a tar archive (plain, gzip, bzip2, xz, zstd) nor a zip file that can be read: "
+                              "%s" % " ".join(str(exc).split())) from None
+    return {"kind": archive_kind, "files": len(members.files), "bytes": members.bytes, "problems": members.problems}
