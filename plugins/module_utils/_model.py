@@ -463,7 +463,7 @@ def manifest_from_dir(root, name, revision, source, progress=None):
     structural error or an index that disagrees with its shards raises ModelError naming the file."""
     entries, problems = scan(root)
     if problems:
-        raise ModelError("%s: %s" % (root, format_errors(root, problems)))
+        raise ModelError(format_errors(root, problems))
     _real_dir, model_root = _tree.model_root(root)
     files, headers, indexes = {}, {}, {}
     for rel, entry in entries.items():
@@ -480,7 +480,7 @@ def manifest_from_dir(root, name, revision, source, progress=None):
         raise ModelError("%s holds no files" % root)
     problems = index_problems(root, set(files), headers, indexes)
     if problems:
-        raise ModelError("%s: %s" % (root, format_errors(root, problems)))
+        raise ModelError(format_errors(root, problems))
     return new_manifest(name, revision, source, files)
 
 
