@@ -119,6 +119,8 @@ def parse_jsonl(text, path="<string>"):
             data = json.loads(line)
         except ValueError as exc:
             raise BenchReportError("not valid JSON (%s)" % exc, path, lineno)
+        except RecursionError:
+            raise BenchReportError("not valid JSON (nested too deeply)", path, lineno) from None
         if not isinstance(data, dict):
             raise BenchReportError("expected a JSON object, got %s" % type(data).__name__, path, lineno)
         for key in REQUIRED_KEYS:
@@ -174,7 +176,9 @@ def _check_run_meta(meta, path):
     for index, level in enumerate(levels):
         for key in ("max_concurrency", "num_prompts"):
             value = level.get(key) if isinstance(level, dict) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not str(value).strip().isdigit():
+            # ASCII digits only: "²".isdigit() is true but int("²") fails
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)) or \
+                    not re.match(r"^[0-9]+$", str(value).strip()):
                 raise BenchReportError("must be a whole number, got %r" % (value,), path=path,
                                        key="levels[%d].%s" % (index, key))
 
@@ -441,7 +445,8 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
     baseline = baseline or {}
     method = baseline.get("method") if isinstance(baseline.get("method"), dict) else {}
     report = {"run_id": run_id, "threshold_pct": float(threshold_pct), "hosts": [], "findings": [],
-              "baseline": {"id": baseline.get("id", "none"), "description": baseline.get("description", ""),
+              "baseline": {"id": _str(baseline.get("id")) or "none",
+                           "description": _str(baseline.get("description")) or "",
                            "points": points, "method": method}}
     for host in hosts:
         host_dir = os.path.join(results_dir, host)
@@ -469,6 +474,8 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
                                            "message": "only %d of %d requests completed at concurrency %d (%s)"
                                                       % (rec["completed"], want, rec["max_concurrency"], rec["_source"])})
         for failure in entry["failures"]:
+            # run.json's failures are {max_concurrency, message}; a bare string (or anything else) is its message
+            failure = failure if isinstance(failure, dict) else {"message": failure}
             report["findings"].append({"host": host, "kind": "failed", "level": failure.get("max_concurrency"),
                                        "message": str(failure.get("message", failure))})
         entry["baseline"] = compare_to_baseline(run["levels"], points, threshold_pct) if run["levels"] else []

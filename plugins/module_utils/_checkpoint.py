@@ -29,6 +29,7 @@ naming it.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint_tree as _tree
@@ -563,14 +564,14 @@ def context_limits(config, tokenizer_config=None):
         ``factor x original_max_position_embeddings`` under a static YaRN/linear RoPE scaling, whichever is larger),
         ``rope`` (``{type, factor, original, source}`` or None), ``tokenizer_max`` (int or None).
     """
-    config = config or {}
+    config = config if isinstance(config, dict) else {}
     sections = [config]
     if isinstance(config.get("text_config"), dict):
         sections.insert(0, config["text_config"])
     native = None
     for section in sections:
         for key in _POSITION_KEYS:
-            if isinstance(section.get(key), int):
+            if isinstance(section.get(key), int) and not isinstance(section.get(key), bool):
                 native = section[key]
                 break
         if native is not None:
@@ -587,11 +588,25 @@ def context_limits(config, tokenizer_config=None):
                 "original": value.get("original_max_position_embeddings") or native}
         break
     limit = native
-    if rope and rope["type"] in STATIC_ROPE_TYPES and rope.get("factor") and rope.get("original"):
-        limit = max(native or 0, int(float(rope["factor"]) * int(rope["original"])))
-    tok = (tokenizer_config or {}).get("model_max_length")
-    tok = int(tok) if isinstance(tok, (int, float)) and tok < _NO_TOKENIZER_LIMIT else None
+    factor, original = _finite(rope.get("factor")) if rope else None, _finite(rope.get("original")) if rope else None
+    extended = _finite(factor * int(original)) if factor and original else None
+    if rope and rope["type"] in STATIC_ROPE_TYPES and extended:
+        # a factor or window that is no number, or whose product overflows (a hand-edited config), extends nothing
+        limit = max(native or 0, int(extended))
+    tok = _finite((tokenizer_config if isinstance(tokenizer_config, dict) else {}).get("model_max_length"))
+    tok = int(tok) if tok is not None and 0 <= tok < _NO_TOKENIZER_LIMIT else None
     return {"native": native, "limit": limit, "rope": rope, "tokenizer_max": tok}
+
+
+def _finite(value):
+    """``value`` as a finite float when it is a JSON number (not a boolean), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _truthy(value):
@@ -677,7 +692,7 @@ def canonical_quant(config, hf_quant=None):
         ``methods`` (``--quantization`` candidates, preferred first), ``method`` (the first).
     :raises QuantLayoutError: for a layout or algorithm that cannot be mapped.
     """
-    config = config or {}
+    config = config if isinstance(config, dict) else {}
     qcfg = config.get("quantization_config") if isinstance(config.get("quantization_config"), dict) else None
     if qcfg is None and isinstance(config.get("text_config"), dict):
         inner = config["text_config"].get("quantization_config")
@@ -685,14 +700,14 @@ def canonical_quant(config, hf_quant=None):
     record = {"layout": None, "weights": None, "weight_formats": [], "activations": None, "linear": None,
               "moe": None, "producer": None, "methods": [], "method": None}
     if isinstance(hf_quant, dict):
-        quant = hf_quant.get("quantization", hf_quant)
+        quant = _section(hf_quant, "quantization")
         producer = hf_quant.get("producer")
         record["producer"] = producer.get("name") if isinstance(producer, dict) else producer
         algo = normalize_algo(quant.get("quant_algo"))
         moe = normalize_algo(quant.get("moe_quant_algo"))
         cfg_method = str((qcfg or {}).get("quant_method") or "").lower()
         if algo == "MIXED_PRECISION":
-            layers = quant.get("quantized_layers") or {}
+            layers = quant.get("quantized_layers") if isinstance(quant.get("quantized_layers"), dict) else {}
             formats = sorted(set(normalize_algo(v.get("quant_algo")) for v in layers.values()
                                  if isinstance(v, dict) and v.get("quant_algo")))
             if not formats:
@@ -718,7 +733,7 @@ def canonical_quant(config, hf_quant=None):
     elif qcfg is not None:
         method = str(qcfg.get("quant_method") or "").lower()
         if method in ("compressed-tensors", "compressed_tensors"):
-            groups = qcfg.get("config_groups") or {}
+            groups = qcfg.get("config_groups") if isinstance(qcfg.get("config_groups"), dict) else {}
             weights = sorted(set(_ct_scheme(g.get("weights")) for g in groups.values() if isinstance(g, dict)) - {None})
             acts = sorted(set(_ct_scheme(g.get("input_activations")) for g in groups.values()
                               if isinstance(g, dict)) - {None})

@@ -30,6 +30,7 @@ Sources of the formats and the remedies:
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import re
 import signal
@@ -213,22 +214,26 @@ def parse_since(value, now=None):
     if text in ("", "boot"):
         return None
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    rel = re.match(r"^-(\d+(?:\.\d+)?)\s*([smhd])$", text)
-    if rel:
-        mult = {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
-        return now - datetime.timedelta(seconds=float(rel.group(1)) * mult)
-    epoch = re.match(r"^@?(\d+(?:\.\d+)?)$", text)
-    if epoch:
-        return datetime.datetime.fromtimestamp(float(epoch.group(1)), datetime.timezone.utc)
+    try:
+        rel = re.match(r"^-(\d+(?:\.\d+)?)\s*([smhd])$", text)
+        if rel:
+            mult = {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
+            return now - datetime.timedelta(seconds=float(rel.group(1)) * mult)
+        epoch = re.match(r"^@?(\d+(?:\.\d+)?)$", text)
+        if epoch:
+            return datetime.datetime.fromtimestamp(float(epoch.group(1)), datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError) as exc:
+        # -99999999999d, @1e20: a time before year 1 or after 9999 (or past the platform's time_t)
+        raise ValueError("since %r is out of range (%s)" % (value, exc)) from None
     iso = text.replace("Z", "+00:00").replace(" ", "T", 1)
     iso = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", iso)
     try:
         parsed = datetime.datetime.fromisoformat(iso)
-    except ValueError as exc:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+        return parsed.astimezone(datetime.timezone.utc)
+    except (ValueError, OverflowError) as exc:
         raise ValueError("since %r is not an epoch, ISO 8601 time, -<n>[smhd] or 'boot'" % value) from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-    return parsed.astimezone(datetime.timezone.utc)
 
 
 def _line_time(line):
@@ -242,7 +247,7 @@ def _line_time(line):
         tz = tz[:3] + ":" + tz[3:]
     try:
         return datetime.datetime.fromisoformat(match.group(1) + tz).astimezone(datetime.timezone.utc)
-    except ValueError:
+    except (ValueError, OverflowError):    # 9999-12-31T23:59:59-23:59 is past year 9999 in UTC
         return None
 
 
@@ -378,10 +383,11 @@ def _convert(kind, raw):
         if kind == "int":
             return int(float(raw))
         if kind == "float":
-            return float(raw)
+            value = float(raw)
+            return value if math.isfinite(value) else None
         if kind == "hex":
             return int(raw, 16)
-    except ValueError:
+    except (ValueError, OverflowError):    # "inf", "1e400": no reading
         return None
     if kind == "busid":
         return normalize_bus_id(raw)
