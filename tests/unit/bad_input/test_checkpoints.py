@@ -385,3 +385,12 @@ def test_role_refuses_a_directory_source_with_a_link_out(tmp_path):
                                                         sglang_model_directory=str(src)))
     assert run.refused_before_change("tokenizer.json", "secret.txt", "outside the model root"), run
     assert not (tmp_path / "state").exists()
+
+
+def test_checkpoint_facts_applies_the_rule_to_the_speculative_draft(tmp_path):
+    model = make_model(tmp_path / "models" / "m")
+    draft = make_model(tmp_path / "models" / "draft", {"model.safetensors": GOOD_SHARD})
+    os.symlink("/etc/passwd", str(draft / "config.json"))
+    result = run_module("sglang_checkpoint_facts", {"model_path": str(model), "speculative": {
+        "algorithm": "EAGLE", "draft_model_path": str(draft)}}, tmp_path)
+    assert refused(result, "draft", "config.json", "/etc/passwd", "outside the model root"), result
