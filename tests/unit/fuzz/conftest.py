@@ -8,7 +8,16 @@ longer local hunt (``FUZZ_EXAMPLES=5000 pytest tests/unit/fuzz``).
 """
 
 import os
+import sys
 import tempfile
+
+# pytest imports every conftest.py as the module "conftest"; tests collected after this directory import these
+# names with "from conftest import ...", so they are the same as in tests/unit/conftest.py.
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
+COLLECTIONS = os.path.join(ROOT, "collections")
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+if COLLECTIONS not in sys.path:
+    sys.path.insert(0, COLLECTIONS)
 
 try:
     from hypothesis import HealthCheck, settings
