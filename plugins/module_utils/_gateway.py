@@ -36,7 +36,10 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
     urlerror = None
 
+from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.urls import open_url
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 
 
 class GatewayError(ValueError):
@@ -253,15 +256,28 @@ class Client:
     :param base_url: ``http://host:port`` of the gateway (or of a worker for :meth:`inflight`).
     :param api_key: bearer token (the gateway's ``--api-key``; SGLang's ``--api-key`` for a worker), may be "".
     :param timeout: seconds per HTTP call.
+    :param source: the variable (and module option) that sets ``base_url``, named when a call fails.
+    :param credential: the variable of ``api_key``, named when a call answers 401/403.
+    :param what: what ``base_url`` is, for messages (``"gateway"``, ``"worker"``).
     """
 
-    def __init__(self, base_url, api_key="", timeout=10.0):
+    def __init__(self, base_url, api_key="", timeout=10.0, source=None, credential=None, what="gateway",
+                 timeout_var="request_timeout"):
         self.base_url = _norm_url(base_url)
         self.api_key = api_key or ""
         self.timeout = float(timeout)
+        self.source, self.credential, self.what, self.timeout_var = source, credential, what, timeout_var
+
+    def error(self, method, path, exc=None, status=None, body=None, action=None):
+        """A :class:`GatewayError` in :mod:`_net`'s shape for a call that failed (``exc``) or answered ``status``."""
+        text, _kind, _status = _net.message(
+            action or "%s API" % self.what, self.base_url + path, exc=exc, status=status, method=method,
+            variable=self.source, credential=self.credential, timeout=self.timeout, timeout_var=self.timeout_var,
+            body=None if body is None else str(body)[:300], secrets=[self.api_key] if self.api_key else None)
+        return GatewayError(text)
 
     def call(self, method, path, body=None):
-        """``(status, parsed JSON or text)``; connection errors raise GatewayError naming the URL."""
+        """``(status, parsed JSON or text)``; a call without an HTTP answer raises GatewayError (:meth:`error`)."""
         data = None
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -278,9 +294,13 @@ class Client:
             finally:
                 resp.close()
         except urlerror.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urlerror.URLError, OSError) as exc:
-            raise GatewayError("%s %s%s: %s" % (method, self.base_url, path, getattr(exc, "reason", exc)))
+            try:
+                status, raw = exc.code, exc.read()
+            except (OSError, http_client.HTTPException, ValueError):
+                status, raw = exc.code, b""
+        except (urlerror.URLError, OSError, http_client.HTTPException, ValueError) as exc:
+            # refused, DNS, timeout (raised bare by urllib while reading the answer), TLS, reset, a bad URL
+            raise self.error(method, path, exc=exc)
         text = raw.decode("utf-8", "replace")
         try:
             return status, json.loads(text)
@@ -290,8 +310,11 @@ class Client:
     def workers(self):
         """The gateway's worker list (``GET /workers``)."""
         status, payload = self.call("GET", "/workers")
-        if status != 200 or not isinstance(payload, dict):
-            raise GatewayError("GET %s/workers answered %s: %s" % (self.base_url, status, str(payload)[:300]))
+        if status != 200:
+            raise self.error("GET", "/workers", status=status, body=payload, action="gateway worker list")
+        if not isinstance(payload, dict):
+            raise GatewayError("GET %s/workers answered %s with something that is not smg's worker list: %s"
+                               % (self.base_url, status, str(payload)[:300]))
         return list(payload.get("workers") or [])
 
 
@@ -340,10 +363,12 @@ def worker_inflight(client):
     status, payload = client.call("GET", "/get_load")
     if status == 200:
         return inflight_from_load(payload), "/get_load"
+    load_status = status
     status, text = client.call("GET", "/metrics")
     if status == 200:
         return inflight_from_metrics(text if isinstance(text, str) else json.dumps(text)), "/metrics"
-    raise GatewayError("%s answers neither /get_load nor /metrics (last status %s)" % (client.base_url, status))
+    raise client.error("GET", "/metrics", status=status, body=text,
+                       action="requests in flight (/get_load answered HTTP %s, then /metrics)" % load_status)
 
 
 def remove_worker(client, url, timeout=60.0, poll=0.5, clock=time.monotonic, sleep=time.sleep):
@@ -358,8 +383,8 @@ def remove_worker(client, url, timeout=60.0, poll=0.5, clock=time.monotonic, sle
         return {"changed": False, "worker_id": None, "waited_s": 0.0}
     status, payload = client.call("DELETE", "/workers/%s" % entry["id"])
     if status not in (200, 202, 404):
-        raise GatewayError("DELETE %s/workers/%s (%s) answered %s: %s"
-                           % (client.base_url, entry["id"], url, status, str(payload)[:300]))
+        raise client.error("DELETE", "/workers/%s" % entry["id"], status=status, body=payload,
+                           action="removal of %s from the gateway" % url)
     while True:
         current = find_worker(client.workers(), url)
         if current is None:
@@ -397,7 +422,7 @@ def add_worker(client, url, timeout=300.0, poll=1.0, remove_on_failure=True, wor
             spec["api_key"] = worker_api_key
         status, payload = client.call("POST", "/workers", spec)
         if status not in (200, 201, 202, 409):
-            raise GatewayError("POST %s/workers (%s) answered %s: %s" % (client.base_url, url, status, str(payload)[:300]))
+            raise client.error("POST", "/workers", status=status, body=payload, action="adding %s to the gateway" % url)
     last = None
     while True:
         last = find_worker(client.workers(), url)

@@ -39,6 +39,8 @@ import time
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint_tree as _tree
 from ansible_collections.blackwell.sglang.plugins.module_utils import _safetensors
+from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
+from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -689,20 +691,78 @@ def import_hub():
     return huggingface_hub
 
 
-def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None, ignore=None, repo_type="model"):
+# Where a failed Hub request says its endpoint, token and timeout come from (the role's names, then the option's).
+HUB_ENDPOINT_VAR = ("sglang_model_hf_endpoint (module option endpoint; empty means HF_ENDPOINT, else "
+                    "https://huggingface.co)")
+HUB_TOKEN_VAR = "sglang_model_hf_token"
+HUB_TIMEOUT_VAR = "sglang_model_hf_request_timeout (module option request_timeout)"
+DEFAULT_REQUEST_TIMEOUT = 60.0
+
+
+def bound_hub_requests(hub, timeout):
+    """Give every request of huggingface_hub's shared httpx client ``timeout`` seconds to connect, and then between
+    bytes (it has none for some calls: ``list_repo_tree`` waits for ever on a server that accepts and never
+    answers). Done with a request hook (httpx reads a request's timeout from ``request.extensions``)."""
+    if not timeout:
+        return
+    limits = {"connect": float(timeout), "read": float(timeout), "write": float(timeout), "pool": float(timeout)}
+
+    def bound(request):
+        request.extensions["timeout"] = dict(limits)
+
+    session = hub.get_session()
+    hooks = session.event_hooks
+    if not any(getattr(h, "__name__", "") == "bound" for h in hooks.get("request", [])):
+        hooks["request"] = list(hooks.get("request", [])) + [bound]
+        session.event_hooks = hooks
+
+
+def hub_endpoint(hub, endpoint):
+    """The endpoint huggingface_hub talks to: ``endpoint``, else its own default (``HF_ENDPOINT`` or the Hub)."""
+    return (endpoint or getattr(hub.constants, "ENDPOINT", "") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_network_error(action, base, exc, token, timeout, extra=None):
+    """A :class:`ModelError` in the shape of :mod:`_net` for a failed Hub request (``exc``)."""
+    url = _net.failed_url(exc, base)
+    note = extra or ""
+    if _net.host_port(url)[0] != _net.host_port(base)[0]:
+        note = ("%s was where %s redirected the download (the Hub's file CDN or Xet storage): a proxy or firewall "
+                "must let this host reach it. %s" % (_net.host_port(url)[0], _net.show_url(base), note)).strip()
+    text, _kind, _status = _net.message(action, base, exc=exc, variable=HUB_ENDPOINT_VAR, credential=HUB_TOKEN_VAR,
+                                        timeout=timeout, timeout_var=HUB_TIMEOUT_VAR, secrets=[token] if token else None,
+                                        extra=note or None)
+    return ModelError(text)
+
+
+def _is_network(exc):
+    kind, _detail = _net.describe(exc)
+    return kind != "error"
+
+
+def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None, ignore=None, repo_type="model",
+                 request_timeout=DEFAULT_REQUEST_TIMEOUT):
     """Resolve ``revision`` to a commit and build the manifest from the repository's tree metadata.
 
-    Calls ``HfApi.repo_info`` (only for a branch/tag) and ``HfApi.list_repo_tree(recursive=True)``. Raises
-    ModelError for a missing repository/revision or an empty selection.
+    Calls ``HfApi.repo_info`` (only for a branch/tag) and ``HfApi.list_repo_tree(recursive=True)``, each request
+    bounded by ``request_timeout`` seconds. Raises ModelError for a missing repository/revision, an empty
+    selection, or a failed request (naming the endpoint, what failed and the variable to check, :mod:`_net`).
+    Nothing is written.
     """
     hub = import_hub()
-    from huggingface_hub.errors import (HfHubHTTPError, RepositoryNotFoundError,  # pylint: disable=import-outside-toplevel
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError,  # pylint: disable=import-outside-toplevel
+                                        RepositoryNotFoundError, RevisionNotFoundError)
+    bound_hub_requests(hub, request_timeout)
+    base = hub_endpoint(hub, endpoint)
+    shown = _net.show_url(base)
     api = hub.HfApi(endpoint=endpoint or None, token=token or False)
+    action = "Hub file listing of %s@%s" % (repo_id, revision)
     try:
         commit = revision
         if not COMMIT_RE.match(revision):
+            action = "Hub revision lookup of %s@%s" % (repo_id, revision)
             commit = api.repo_info(repo_id, revision=revision, repo_type=repo_type).sha
+            action = "Hub file listing of %s@%s" % (repo_id, commit)
         files = {}
         for entry in api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type=repo_type):
             if not isinstance(entry, hub.hf_api.RepoFile) or not matches(entry.path, allow, ignore):
@@ -713,12 +773,29 @@ def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None,
                 files[entry.path] = {"size": int(entry.size), "git_sha1": entry.blob_id}
     except RevisionNotFoundError as exc:
         raise ModelError("revision %s of %s does not exist on %s (sglang_model_revision): %s" % (
-            revision, repo_id, endpoint or "the Hub", first_line(exc))) from exc
+            revision, repo_id, shown, first_line(exc))) from exc
+    except GatedRepoError as exc:
+        raise ModelError("repository %s on %s is gated: accept its terms on the Hub with the account whose token is "
+                         "sglang_model_hf_token, or use a token that has access: %s" % (
+                             repo_id, shown, first_line(exc))) from exc
     except RepositoryNotFoundError as exc:
         raise ModelError("repository %s not found on %s, or the token cannot read it (sglang_model_repo_id, "
-                         "sglang_model_hf_token): %s" % (repo_id, endpoint or "the Hub", first_line(exc))) from exc
+                         "sglang_model_hf_token): %s" % (repo_id, shown, first_line(exc))) from exc
     except HfHubHTTPError as exc:
-        raise ModelError("the Hub refused the file listing of %s@%s: %s" % (repo_id, revision, first_line(exc))) from exc
+        raise _hub_network_error(action, base, exc, token, request_timeout,
+                                 "Nothing was downloaded or written.") from exc
+    except (ValueError, AttributeError, TypeError, KeyError) as exc:
+        if _is_network(exc):
+            raise _hub_network_error(action, base, exc, token, request_timeout,
+                                     "Nothing was downloaded or written.") from exc
+        # an answer that is not the Hub's JSON: a proxy's or captive portal's page, or not a Hub at all
+        raise ModelError("%s: %s answered something that is not the Hub's API (%s: %s). The endpoint is set by %s. "
+                         "Check: the endpoint is a Hugging Face Hub (or a mirror of its API) and no proxy answers in "
+                         "its place. Nothing was downloaded or written." % (
+                             action, shown, type(exc).__name__, first_line(exc), HUB_ENDPOINT_VAR)) from exc
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx transport errors: a message, no traceback
+        raise _hub_network_error(action, base, exc, token, request_timeout,
+                                 "Nothing was downloaded or written.") from exc
     if not files:
         raise ModelError("%s@%s has no files matching sglang_model_allow_patterns %s / ignore_patterns %s" % (
             repo_id, commit, allow, ignore))
@@ -726,19 +803,30 @@ def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None,
 
 
 def hub_download(repo_id, commit, staging, token=None, endpoint=None, allow=None, ignore=None, max_workers=8,
-                 repo_type="model"):
-    """``snapshot_download`` into ``staging`` (local_dir mode: resumable ``.incomplete`` files)."""
+                 repo_type="model", request_timeout=DEFAULT_REQUEST_TIMEOUT, target=None):
+    """``snapshot_download`` into ``staging`` (local_dir mode: resumable ``.incomplete`` files), each request
+    bounded by ``request_timeout`` seconds.
+
+    :raises ModelError: the download failed; the message names the request that failed (the Hub, or the CDN host
+        it redirected to), what failed and what to check, and says that ``staging`` keeps the partial download
+        (a rerun resumes) and that nothing was promoted to ``target``.
+    """
     hub = import_hub()
-    from huggingface_hub.errors import HfHubHTTPError  # pylint: disable=import-outside-toplevel
+    bound_hub_requests(hub, request_timeout)
+    base = hub_endpoint(hub, endpoint)
+    kept = ("Nothing was promoted%s; the files fetched so far stay in %s: a rerun resumes from them."
+            % (" to %s" % target if target else "", staging))
     try:
         hub.snapshot_download(repo_id, revision=commit, repo_type=repo_type, local_dir=staging, token=token or False,
                               endpoint=endpoint or None, allow_patterns=allow or None, ignore_patterns=ignore or None,
                               max_workers=max_workers)
-    except (HfHubHTTPError, OSError) as exc:
-        raise ModelError("download of %s@%s failed: %s (rerun resumes)" % (repo_id, commit, first_line(exc))) from exc
-    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx transport errors: a message, no traceback
-        raise ModelError("download of %s@%s failed: %s: %s (rerun resumes)" % (
-            repo_id, commit, type(exc).__name__, first_line(exc))) from exc
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx/hub errors: a message, no traceback
+        if _is_network(exc):
+            raise _hub_network_error("download of %s@%s" % (repo_id, commit), base, exc, token, request_timeout,
+                                     kept) from exc
+        raise ModelError(_inputs.mask("download of %s@%s from %s failed: %s: %s. %s" % (
+            repo_id, commit, _net.show_url(base), type(exc).__name__, first_line(exc), kept),
+            [token] if token else None)) from exc
 
 
 def manifest_disagreements(stored, reference):

@@ -59,7 +59,10 @@ options:
     type: bool
     default: true
   request_timeout:
-    description: Seconds allowed for each HTTP call.
+    description:
+      - Seconds allowed for each HTTP call.
+      - A call that fails (refused, DNS, timeout, TLS, an HTTP error) fails the module with a message naming the
+        request (method, URL with credentials masked), what failed, the variable that sets the URL and what to check.
     type: int
     default: 10
 attributes:
@@ -117,7 +120,15 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    client = _gateway.Client(p["gateway_url"], p["api_key"], timeout=p["request_timeout"])
+    for name, low in (("request_timeout", 1), ("timeout", 0)):
+        if p[name] < low:
+            module.fail_json(msg="%s must be >= %d seconds; got %s" % (name, low, p[name]))
+    if not p["poll"] > 0:
+        module.fail_json(msg="poll must be > 0 seconds; got %s" % p["poll"])
+    client = _gateway.Client(p["gateway_url"], p["api_key"], timeout=p["request_timeout"],
+                             source="gateway_url (the role builds it from sglang_gateway_host and sglang_gateway_port)",
+                             credential="api_key (sglang_gateway_api_key)",
+                             timeout_var="request_timeout (sglang_gateway_request_timeout)")
     try:
         entry = _gateway.find_worker(client.workers(), p["worker_url"])
         if p["state"] == "query" or module.check_mode:
