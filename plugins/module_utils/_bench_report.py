@@ -26,13 +26,13 @@ and renames only after all of them were produced, so a bad input never replaces 
 from __future__ import annotations
 
 import datetime
-import io
 import json
 import math
 import os
 import re
 import tempfile
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
 
 # Keys every JSONL record must carry, with a value that is a finite number (the report is built from them).
@@ -142,20 +142,31 @@ def parse_jsonl(text, path="<string>"):
 
 def read_jsonl(path):
     """:func:`parse_jsonl` on a file; an empty file is an error (the benchmark writes one line per run)."""
-    with io.open(path, "r", encoding="utf-8") as handle:
-        records = parse_jsonl(handle.read(), path)
+    try:
+        text = _fs.read_source(path, "benchmark result record")
+    except _fs.NotUtf8 as exc:
+        raise BenchReportError("not UTF-8: byte 0x%02x at offset %d cannot be decoded; a result record is never "
+                               "read with replacement: run the level again" % (exc.byte, exc.offset), path, exc.line)
+    records = parse_jsonl(text, path)
     if not records:
         raise BenchReportError("no result line (the benchmark did not finish or wrote nothing)", path)
     return records
 
 
 def _read_json_file(path):
-    """(data, note): data is None with a note when the file is absent or not JSON. Never raises."""
+    """(data, note): data is None with a note when the file is absent or not JSON.
+
+    :raises BenchReportError: the file is not UTF-8 (a record is refused, naming the file and the byte offset,
+        never read with replacement).
+    """
     if not os.path.isfile(path):
         return None, "missing"
     try:
-        with io.open(path, "r", encoding="utf-8") as handle:
-            return json.load(handle), None
+        return _fs.load_json(path), None
+    except _fs.NotUtf8 as exc:
+        raise BenchReportError("not UTF-8: byte 0x%02x at offset %d cannot be decoded; a record is never read with "
+                               "replacement: write it again (rerun the benchmark or the release)" % (
+                                   exc.byte, exc.offset), path, exc.line)
     except (OSError, ValueError) as exc:
         return None, "unreadable: %s" % exc
 

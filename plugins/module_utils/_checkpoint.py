@@ -35,6 +35,8 @@ import os
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint_tree as _tree
 from ansible_collections.blackwell.sglang.plugins.module_utils import _safetensors
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
+
 INDEX_NAMES = ("model.safetensors.index.json",)
 MAX_HEADER_BYTES = _safetensors.MAX_HEADER_BYTES
 # huggingface_hub's local_dir metadata: not part of the checkpoint
@@ -50,9 +52,9 @@ class CheckpointError(ValueError):
 
 def _decode_json(raw, path):
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise CheckpointError("%s is not valid JSON: not UTF-8 (byte %d)" % (path, exc.start)) from None
+        return json.loads(_fs.decode_source(raw, path, "checkpoint JSON file"))
+    except _fs.NotUtf8 as exc:
+        raise CheckpointError(str(exc)) from None
     except RecursionError:
         raise CheckpointError("%s is not valid JSON: nested too deeply" % path) from None
     except ValueError as exc:

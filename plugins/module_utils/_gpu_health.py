@@ -176,8 +176,10 @@ def run_bounded(argv, timeout, env=None):
     child_env = dict(os.environ, LC_ALL="C")
     child_env.update(env or {})
     try:
+        # logs and tool output: bytes that are not UTF-8 (a driver message, a process name) are replaced, never
+        # fatal, so that a verdict still comes out
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env,
-                                start_new_session=True, universal_newlines=True)
+                                start_new_session=True, universal_newlines=True, encoding="utf-8", errors="replace")
     except OSError as exc:
         return CommandResult(argv, error="cannot run %s: %s" % (argv[0], exc), timeout=timeout)
     try:
@@ -345,7 +347,7 @@ def read_kernel_log(source, since, timeout, path=None, journalctl=None, dmesg=No
         return None, info
     if source == "file":
         try:
-            with open(path) as handle:
+            with open(path, encoding="utf-8", errors="replace") as handle:   # a log: replaced, never fatal
                 return handle.read(), info
         except (IOError, OSError, TypeError) as exc:
             info["error"] = "cannot read kernel log file %s: %s" % (path, exc)

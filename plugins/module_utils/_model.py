@@ -39,6 +39,7 @@ import time
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint_tree as _tree
 from ansible_collections.blackwell.sglang.plugins.module_utils import _safetensors
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 
@@ -131,8 +132,9 @@ def load_manifest(path):
     """A manifest file given by the operator or kept in the state directory (not the model's own: see
     :func:`load_manifest_in`)."""
     try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read().decode("utf-8"))
+        data = _fs.load_json(path, "model manifest")
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from None
     except (OSError, ValueError, RecursionError) as exc:
         raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from None
     return check_manifest(data, path)
@@ -147,9 +149,11 @@ def load_manifest_in(model_dir):
         if opened is None:
             return None
         with opened[0] as handle:
-            data = json.loads(handle.read().decode("utf-8"))
+            data = json.loads(_fs.decode_source(handle.read(), path, "model manifest"))
     except _tree.TreeError as exc:
         raise ModelError("cannot read the manifest %s: it %s" % (path, exc.reason)) from None
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from None
     except (OSError, ValueError, RecursionError) as exc:
         raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from None
     return check_manifest(data, path)
@@ -274,9 +278,9 @@ def read_index(handle, rel):
             seen[key] = value
         return seen
     try:
-        data = json.loads(handle.read().decode("utf-8"), object_pairs_hook=pairs)
-    except UnicodeDecodeError as exc:
-        raise ModelError("%s: not UTF-8 (byte %d)" % (rel, exc.start)) from None
+        data = json.loads(_fs.decode_source(handle.read(), rel, "safetensors index"), object_pairs_hook=pairs)
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from None
     except RecursionError:
         raise ModelError("%s: JSON nested too deeply" % rel) from None
     except ValueError as exc:

@@ -108,7 +108,9 @@ def parse_header(raw):
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SafetensorsError("header is not UTF-8 (byte %d of the header)" % exc.start) from None
+        raise SafetensorsError("header is not UTF-8: byte 0x%02x at offset %d of the file (byte %d of the header) "
+                               "cannot be decoded (the file is damaged: fetch it again)" % (
+                                   raw[exc.start], 8 + exc.start, exc.start)) from None
     try:
         header = json.loads(text, object_pairs_hook=_pairs, parse_constant=_no_constant, parse_int=_int)
     except _Duplicate as exc:
