@@ -8,7 +8,7 @@ of UTF-8 JSON ``{name: {"dtype": str, "shape": [int], "data_offsets": [begin, en
 then the data buffer; offsets are relative to the buffer.
 
 Refused as the reference refuses it (safetensors 0.8.0, ``SafeTensors::read_metadata`` and ``Metadata::validate``;
-tests/unit/model/test_safetensors_reference.py runs both on the same files): a file shorter than 8 bytes; N above
+tests/unit/fuzz/test_fuzz_checkpoint.py runs both on the same files): a file shorter than 8 bytes; N above
 100,000,000; N beyond the file; a header that is not UTF-8, not JSON (also ``NaN``/``Infinity``, numbers out of the
 double range, lone surrogate escapes, nesting deeper than 127) or not a JSON object; ``__metadata__`` that is not
 null or a str -> str object; a tensor without ``dtype``/``shape``/``data_offsets``, an unknown dtype, a shape or
