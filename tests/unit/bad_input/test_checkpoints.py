@@ -272,6 +272,17 @@ def test_index_that_disagrees_with_its_shards_is_refused(tmp_path, case_id, weig
     assert not (tmp_path / "state").exists()
 
 
+def test_index_that_is_not_utf8_is_refused_naming_the_file_and_the_offset(tmp_path):
+    """The index is a record: bytes that are not UTF-8 are refused (module_utils/_fs), never read with replacement."""
+    index = json.dumps({"weight_map": {"a": S1}}).encode()
+    at = index.index(b'"a"') + 1
+    model = _sharded(tmp_path, {"a": S1}, {S1: ["a"]}, {
+        "model.safetensors.index.json": index[:at] + b"\xff" + index[at:]})
+    result = verify(tmp_path, model)
+    assert refused(result, "model.safetensors.index.json", "not UTF-8", "offset %d" % at), result
+    assert not (tmp_path / "state").exists()
+
+
 def test_consistent_index_with_a_consolidated_file_beside_it_passes(tmp_path):
     model = _sharded(tmp_path, {"a": S1, "c": S2}, {S1: ["a"], S2: ["c"], "consolidated.safetensors": ["a", "c"]})
     result = verify(tmp_path, model)
