@@ -122,8 +122,8 @@ def classify(real_dir, root, rel, lst=None):
     if stat.S_ISDIR(st.st_mode):
         return "dir"
     if not stat.S_ISREG(st.st_mode):
-        raise TreeError(rel, "is %s, not a regular file%s" % (kind(st.st_mode), " (behind the link -> %s)" % link
-                                                                 if link else ""))
+        behind = " (behind the link -> %s)" % link if link else ""
+        raise TreeError(rel, "is %s, not a regular file%s" % (kind(st.st_mode), behind))
     return Entry(rel, real, st, link)
 
 
@@ -299,8 +299,8 @@ class _Members(object):
 
     def _symlink(self, name, rel, target):
         if not target or target.startswith("/"):
-            self.refuse(name, "is a link to %r: %s" % (target, "an absolute link (a checkpoint's links must be "
-                                                                "relative)" if target else "an empty link"))
+            why = "an absolute link (a checkpoint's links must be relative)" if target else "an empty link"
+            self.refuse(name, "is a link to %r: %s" % (target, why))
             return
         resolved = os.path.normpath(os.path.join(os.path.dirname(rel), target))
         if resolved == ".." or resolved.startswith("../"):
@@ -414,9 +414,9 @@ def check_archive(path):
                     elif info.islnk():
                         members.add(info.name, "hardlink", target=info.linkname)
                     else:
-                        members.add(info.name, {tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
-                                                tarfile.FIFOTYPE: "a FIFO"}.get(info.type, "a special (type %r)"
-                                                                                 % info.type))
+                        special = {tarfile.CHRTYPE: "a character device", tarfile.BLKTYPE: "a block device",
+                                   tarfile.FIFOTYPE: "a FIFO"}.get(info.type, "a special (type %r)" % info.type)
+                        members.add(info.name, special)
     except TreeError:
         raise
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError) + broken as exc:

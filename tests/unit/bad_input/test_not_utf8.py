@@ -108,8 +108,8 @@ def test_bench_report_refuses_a_record_that_is_not_utf8(tmp_path, name):
     if name == "manifest.json":
         path.write_text('{"release": "r1"}')
     _insert(str(path), b"{")
-    result = _no_traceback(run_module("sglang_bench_report", {"results_dir": str(tmp_path / "results"),
-                                                               "run_id": run_id, "hosts": ["host-a"]}, tmp_path))
+    result = _no_traceback(run_module("sglang_bench_report", {
+        "results_dir": str(tmp_path / "results"), "run_id": run_id, "hosts": ["host-a"]}, tmp_path))
     assert result.get("failed") is True, result
     assert str(path) in result["msg"] and "offset 1" in result["msg"] and "not UTF-8" in result["msg"], result["msg"]
     assert not (tmp_path / "results" / "reports").exists()
@@ -122,9 +122,8 @@ def test_bench_report_skips_an_older_run_whose_record_is_not_utf8(tmp_path):
     old = run_dir.parent / "20261129T120000Z"
     shutil.copytree(str(run_dir), str(old))
     _insert(str(old / "c8.jsonl"), b"{")
-    result = _no_traceback(run_module("sglang_bench_report", {"results_dir": str(tmp_path / "results"),
-                                                               "run_id": run_id, "hosts": ["host-a"], "plot": False},
-                                      tmp_path))
+    result = _no_traceback(run_module("sglang_bench_report", {
+        "results_dir": str(tmp_path / "results"), "run_id": run_id, "hosts": ["host-a"], "plot": False}, tmp_path))
     assert not result.get("failed"), result
     report = json.loads((tmp_path / "results" / "reports" / run_id / "report.json").read_text())
     assert "not UTF-8" in json.dumps(report) and "20261129T120000Z" in json.dumps(report)

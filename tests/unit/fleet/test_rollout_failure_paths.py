@@ -73,9 +73,9 @@ def _old_manifests(roots, hosts):
     """releases/old/manifest.json with the model `old` served (what sglang_release's manifest tasks wrote then)."""
     for host in hosts:
         (roots[host] / "releases" / "old" / "manifest.json").write_text(json.dumps(
-            {"schema": 1, "release": {"id": "old"}, "model": {"path": OLD_MODEL, "revision": "", "source": None,
-                                                            "repository": None, "manifest_digest": None,
-                                                            "service_env": None}}))
+            {"schema": 1, "release": {"id": "old"}, "model": {
+                "path": OLD_MODEL, "revision": "", "source": None, "repository": None, "manifest_digest": None,
+                "service_env": None}}))
 
 
 def _link(root, name):

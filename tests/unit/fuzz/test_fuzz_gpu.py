@@ -39,8 +39,9 @@ LOG_PIECES = [
 ]
 STAMPS = ["", "2026-11-30T22:00:00+0100 ", "2026-13-45T99:99:99Z ", "9999-12-31T23:59:59-2359 ",
           "0001-01-01T00:00:00+2359 ", "0000-01-01T00:00:00,123Z ", "2026-11-30T22:00:00.5 ", "x "]
-log_line = st.tuples(st.sampled_from(STAMPS), st.lists(st.sampled_from(LOG_PIECES) | st.text(max_size=8),
-                                                        max_size=6).map("".join)).map("".join)
+log_line = st.tuples(st.sampled_from(STAMPS),
+                     st.lists(st.sampled_from(LOG_PIECES) | st.text(max_size=8), max_size=6).map("".join)).map(
+    "".join)
 log_text = st.lists(log_line, max_size=8).map("\n".join)
 
 SMI_PIECES = [
@@ -145,6 +146,6 @@ def test_gpu_health_collect_on_fuzzed_tool_output(data, expected):
     assert verdict["status"] in ("healthy", "degraded", "unhealthy") and verdict["summary"]
     rows = _gpu_health.table_rows({"h": verdict, "gone": None})
     assert "h" in _gpu_health.format_table(rows)
-    plan = _gpu_health.policy_plan(verdict["gpus"], [{"model": "RTX", "power_limit_w": 450,
-                                                       "application_clocks": {"memory_mhz": 1, "graphics_mhz": 2}}])
+    plan = _gpu_health.policy_plan(verdict["gpus"], [
+        {"model": "RTX", "power_limit_w": 450, "application_clocks": {"memory_mhz": 1, "graphics_mhz": 2}}])
     assert len(plan) == len(verdict["gpus"])

@@ -69,9 +69,9 @@ def test_readiness_wait_reads_any_journal(data, server_argv, tp_size):
     assert result["ready"] == (result["reason"] == "ready") and len(result["last_lines"]) <= 10
 
 
-@given(st.text(max_size=40) | st.sampled_from(["http://127.0.0.1:30000/health", "http://[::1]:1/health",
-                                              "http://127.0.0.1:0/", "http://h:99999999999999999999/", "http://[/",
-                                              "http://a\x00b/", "https://x/health?q#f", "http://:80/"]))
+@given(st.text(max_size=40) | st.sampled_from([
+    "http://127.0.0.1:30000/health", "http://[::1]:1/health", "http://127.0.0.1:0/", "http://h:99999999999999999999/",
+    "http://[/", "http://a\x00b/", "https://x/health?q#f", "http://:80/"]))
 def test_readiness_url(url):
     try:
         _readiness.validate_url(url)
