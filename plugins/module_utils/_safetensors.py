@@ -25,6 +25,7 @@ reference keeps the last silently, another reader may keep the first), and a ten
 from __future__ import annotations
 
 import json
+import math
 import struct
 
 MAX_HEADER_BYTES = 100000000
@@ -85,7 +86,7 @@ def _check_values(header):
                 stack.append((item, depth + 1))
         elif isinstance(value, str):
             _check_text(value)
-        elif isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+        elif isinstance(value, float) and not math.isfinite(value):
             raise SafetensorsError("header holds a number out of range")
 
 

@@ -123,7 +123,7 @@ def test_c02_undefined_nccl_symbol_is_the_nccl_wheels(lines):
     assert "sgl_kernel_abi_mismatch" not in result["matches"]
     assert "rebuilding sgl-kernel does not help" in result["remedy"] and "nvidia-nccl-cu13" in result["remedy"]
     build = sgl_kernel_build_failure("\n".join(lines))
-    assert build["cause"] == "nccl_library_mismatch" and "rebuild" not in build["remedy"].split(":")[0], build
+    assert build["cause"] == "nccl_library_mismatch" and "rebuild" not in build["remedy"].split(":", maxsplit=1)[0], build
 
 
 def test_c02_other_undefined_symbols_stay_the_abi_kind():

@@ -100,7 +100,7 @@ def fixture_host(tmp_path):
     inventory = {"all": {"children": {"sglang_servers": {"hosts": {HOST: host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
     for playbook in ("rollout.yml", "rollback.yml", "audit.yml"):
-        dest = tmp_path / playbook.split(".")[0]
+        dest = tmp_path / playbook.split(".", maxsplit=1)[0]
         dest.mkdir()
         standins.standin_playbook(playbook, dest, lambda task: _double(task, tmp_path))
     return {"tmp": tmp_path, "root": root / "opt", "unit": root / "units" / "sglang.service"}
@@ -108,7 +108,7 @@ def fixture_host(tmp_path):
 
 def _play(host, playbook, extra):
     tmp = host["tmp"]
-    path = str(tmp / playbook.split(".")[0] / playbook)
+    path = str(tmp / playbook.split(".", maxsplit=1)[0] / playbook)
     proc = subprocess.run([PLAYBOOK, "-i", str(tmp / "inventory.yml"), path, "-e", json.dumps(extra)], cwd=ROOT,
                           env=standins.ansible_env(), capture_output=True, text=True, timeout=400, check=False)
     out = proc.stdout + proc.stderr
