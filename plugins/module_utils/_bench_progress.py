@@ -14,7 +14,9 @@ import math
 import re
 
 # "240/512 [01:23<01:34," ; tqdm prints "?" for the remaining time until it has a rate, and H:MM:SS past an hour
-_BAR_RE = re.compile(r"(\d+)/(\d+) \[((?:\d+:)?\d+:\d+)<((?:\d+:)?\d+:\d+|\?)")
+# (ASCII digits, at most 18: tqdm prints nothing longer, and int() refuses numbers of thousands of digits)
+_BAR_RE = re.compile(r"([0-9]{1,18})/([0-9]{1,18}) \[((?:[0-9]{1,9}:)?[0-9]{1,9}:[0-9]{1,9})<"
+                     r"((?:[0-9]{1,9}:)?[0-9]{1,9}:[0-9]{1,9}|\?)")
 
 
 def _seconds(text):
@@ -67,6 +69,12 @@ def describe_phase(text):
     return best
 
 
+def _positive(value):
+    """A finite number > 0 (not a boolean): a baseline point's concurrency or tok/s; anything else is left out."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0 \
+        and int(value) > 0
+
+
 def expected_output_tps(concurrency, points):
     """Expected output tok/s at ``concurrency`` from baseline points (list of {max_concurrency, output_throughput}).
 
@@ -74,7 +82,7 @@ def expected_output_tps(concurrency, points):
     shown before the benchmark's own progress bar appears.
     """
     pts = sorted((int(p["max_concurrency"]), float(p["output_throughput"])) for p in points or []
-                 if p.get("max_concurrency") and p.get("output_throughput"))
+                 if isinstance(p, dict) and _positive(p.get("max_concurrency")) and _positive(p.get("output_throughput")))
     if not pts:
         return None
     conc = max(1, int(concurrency))
@@ -93,6 +101,6 @@ def estimate_level_seconds(num_prompts, output_len, concurrency, points, default
     Prefill time is ignored (a few percent at 1024/1024 on the baseline host). Returns None when no rate is known.
     """
     rate = expected_output_tps(concurrency, points) or default_tps
-    if not rate:
+    if not _positive(rate):
         return None
     return int(math.ceil(int(num_prompts) * int(output_len) / float(rate)))

@@ -26,13 +26,13 @@ and renames only after all of them were produced, so a bad input never replaces 
 from __future__ import annotations
 
 import datetime
-import io
 import json
 import math
 import os
 import re
 import tempfile
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
 
 # Keys every JSONL record must carry, with a value that is a finite number (the report is built from them).
@@ -119,6 +119,8 @@ def parse_jsonl(text, path="<string>"):
             data = json.loads(line)
         except ValueError as exc:
             raise BenchReportError("not valid JSON (%s)" % exc, path, lineno)
+        except RecursionError:
+            raise BenchReportError("not valid JSON (nested too deeply)", path, lineno) from None
         if not isinstance(data, dict):
             raise BenchReportError("expected a JSON object, got %s" % type(data).__name__, path, lineno)
         for key in REQUIRED_KEYS:
@@ -140,20 +142,31 @@ def parse_jsonl(text, path="<string>"):
 
 def read_jsonl(path):
     """:func:`parse_jsonl` on a file; an empty file is an error (the benchmark writes one line per run)."""
-    with io.open(path, "r", encoding="utf-8") as handle:
-        records = parse_jsonl(handle.read(), path)
+    try:
+        text = _fs.read_source(path, "benchmark result record")
+    except _fs.NotUtf8 as exc:
+        raise BenchReportError("not UTF-8: byte 0x%02x at offset %d cannot be decoded; a result record is never "
+                               "read with replacement: run the level again" % (exc.byte, exc.offset), path, exc.line)
+    records = parse_jsonl(text, path)
     if not records:
         raise BenchReportError("no result line (the benchmark did not finish or wrote nothing)", path)
     return records
 
 
 def _read_json_file(path):
-    """(data, note): data is None with a note when the file is absent or not JSON. Never raises."""
+    """(data, note): data is None with a note when the file is absent or not JSON.
+
+    :raises BenchReportError: the file is not UTF-8 (a record is refused, naming the file and the byte offset,
+        never read with replacement).
+    """
     if not os.path.isfile(path):
         return None, "missing"
     try:
-        with io.open(path, "r", encoding="utf-8") as handle:
-            return json.load(handle), None
+        return _fs.load_json(path), None
+    except _fs.NotUtf8 as exc:
+        raise BenchReportError("not UTF-8: byte 0x%02x at offset %d cannot be decoded; a record is never read with "
+                               "replacement: write it again (rerun the benchmark or the release)" % (
+                                   exc.byte, exc.offset), path, exc.line)
     except (OSError, ValueError) as exc:
         return None, "unreadable: %s" % exc
 
@@ -174,7 +187,9 @@ def _check_run_meta(meta, path):
     for index, level in enumerate(levels):
         for key in ("max_concurrency", "num_prompts"):
             value = level.get(key) if isinstance(level, dict) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not str(value).strip().isdigit():
+            # ASCII digits only: "²".isdigit() is true but int("²") fails
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)) or \
+                    not re.match(r"^[0-9]+$", str(value).strip()):
                 raise BenchReportError("must be a whole number, got %r" % (value,), path=path,
                                        key="levels[%d].%s" % (index, key))
 
@@ -441,7 +456,8 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
     baseline = baseline or {}
     method = baseline.get("method") if isinstance(baseline.get("method"), dict) else {}
     report = {"run_id": run_id, "threshold_pct": float(threshold_pct), "hosts": [], "findings": [],
-              "baseline": {"id": baseline.get("id", "none"), "description": baseline.get("description", ""),
+              "baseline": {"id": _str(baseline.get("id")) or "none",
+                           "description": _str(baseline.get("description")) or "",
                            "points": points, "method": method}}
     for host in hosts:
         host_dir = os.path.join(results_dir, host)
@@ -469,6 +485,8 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
                                            "message": "only %d of %d requests completed at concurrency %d (%s)"
                                                       % (rec["completed"], want, rec["max_concurrency"], rec["_source"])})
         for failure in entry["failures"]:
+            # run.json's failures are {max_concurrency, message}; a bare string (or anything else) is its message
+            failure = failure if isinstance(failure, dict) else {"message": failure}
             report["findings"].append({"host": host, "kind": "failed", "level": failure.get("max_concurrency"),
                                        "message": str(failure.get("message", failure))})
         entry["baseline"] = compare_to_baseline(run["levels"], points, threshold_pct) if run["levels"] else []

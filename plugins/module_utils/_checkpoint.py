@@ -18,19 +18,29 @@ Where the rules come from (``shared/domain/sglang-sm120.md`` section 6, field re
   ``fp8_e4m3`` request is still allowed when the scales exist.
 
 Scale presence is read from the tensor names in ``model.safetensors.index.json`` (``weight_map``) or, when there
-is no index, from each ``*.safetensors`` header (8-byte little-endian length + JSON, the safetensors format).
+is no index, from each ``*.safetensors`` header (8-byte little-endian length + JSON, the safetensors format,
+checked as the reference loader checks it: ``_safetensors``).
+
+Every file is read under the link rule of ``_checkpoint_tree`` (docs/model.md "Links and special files"): a link
+that leaves the model root, a dangling link, a FIFO or a device in the checkpoint is a :class:`CheckpointError`
+naming it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
-import struct
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint_tree as _tree
+from ansible_collections.blackwell.sglang.plugins.module_utils import _safetensors
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 
 INDEX_NAMES = ("model.safetensors.index.json",)
-# A safetensors header is JSON describing tensors; real ones are kilobytes to a few MiB. Refuse absurd sizes
-# rather than reading gigabytes into memory from a corrupt file.
-MAX_HEADER_BYTES = 100 * 1024 * 1024
+MAX_HEADER_BYTES = _safetensors.MAX_HEADER_BYTES
+# huggingface_hub's local_dir metadata: not part of the checkpoint
+HF_LOCAL_CACHE = ".cache"
 
 FP8_KV_DTYPES = ("fp8_e4m3", "fp8_e5m2")
 BF16_KV_DTYPES = ("bf16", "bfloat16")
@@ -40,12 +50,64 @@ class CheckpointError(ValueError):
     """The model directory cannot be read as a Hugging Face safetensors checkpoint."""
 
 
-def _load_json(path):
+def _decode_json(raw, path):
     try:
-        with open(path, "rb") as handle:
-            return json.loads(handle.read().decode("utf-8"))
+        return json.loads(_fs.decode_source(raw, path, "checkpoint JSON file"))
+    except _fs.NotUtf8 as exc:
+        raise CheckpointError(str(exc)) from None
+    except RecursionError:
+        raise CheckpointError("%s is not valid JSON: nested too deeply" % path) from None
     except ValueError as exc:
-        raise CheckpointError("%s is not valid JSON: %s" % (path, exc))
+        raise CheckpointError("%s is not valid JSON: %s" % (path, exc)) from None
+
+
+class _Checkpoint(object):
+    """The files of one checkpoint directory, listed and read under the link rule (``_checkpoint_tree``).
+
+    :raises CheckpointError: on construction when an entry breaks the rule (naming it and its target).
+    """
+
+    def __init__(self, model_dir):
+        self.dir = model_dir
+        entries, problems = _tree.scan(model_dir, skip_top=(HF_LOCAL_CACHE,))
+        if problems:
+            shown = "; ".join("%s/%s" % (model_dir.rstrip("/"), str(p)) for p in problems[:5])
+            more = " (and %d more)" % (len(problems) - 5) if len(problems) > 5 else ""
+            raise CheckpointError("%s%s" % (shown, more))
+        self.entries = entries
+        self.root = _tree.model_root(model_dir)[1]
+
+    def path(self, rel):
+        return os.path.join(self.dir, rel)
+
+    def has(self, rel):
+        return rel in self.entries
+
+    def size(self, rel):
+        return self.entries[rel].stat.st_size
+
+    def open(self, rel):
+        try:
+            return _tree.open_entry(self.entries[rel], self.root)
+        except _tree.TreeError as exc:
+            raise CheckpointError("%s: %s" % (self.path(rel), exc.reason)) from None
+
+    def json(self, rel):
+        """Parsed JSON of ``rel``, or None when the checkpoint has no such file."""
+        if rel not in self.entries:
+            return None
+        handle, _st = self.open(rel)
+        with handle:
+            return _decode_json(handle.read(), self.path(rel))
+
+    def tensor_names(self, rel):
+        handle, st = self.open(rel)
+        with handle:
+            try:
+                header = _safetensors.read(handle, st.st_size)
+            except _safetensors.SafetensorsError as exc:
+                raise CheckpointError("%s: %s" % (self.path(rel), exc)) from None
+        return list(header["tensors"])
 
 
 def normalize_algo(value):
@@ -77,21 +139,32 @@ def _kv_algo_from_scheme(scheme):
     return None
 
 
-def read_quant_config(model_dir):
+def _section(data, key):
+    """``data[key]`` when ``data`` is an object and it holds an object there, else ``data`` itself when it is an
+    object, else {} (a hand-edited quantisation file of the wrong shape reads as "no quantisation", never a crash)."""
+    if not isinstance(data, dict):
+        return {}
+    inner = data.get(key, data)
+    return inner if isinstance(inner, dict) else {}
+
+
+def read_quant_config(model_dir, checkpoint=None):
     """Read the quantisation description of a checkpoint.
 
     Precedence follows SGLang's loader: ``hf_quant_config.json`` (ModelOpt) first, then ``config.json``
     ``quantization_config``.
 
+    :param checkpoint: the directory already listed (``_Checkpoint``), else ``model_dir`` is listed here.
     :returns: dict ``source`` (file it came from or None), ``quant_method``, ``quant_algo``,
         ``kv_cache_quant_algo`` (normalised, e.g. "FP8" or None), ``producer``.
+    :raises CheckpointError: unreadable JSON, or an entry that breaks the link rule.
     """
+    checkpoint = checkpoint or _Checkpoint(model_dir)
     result = {"source": None, "quant_method": None, "quant_algo": None, "kv_cache_quant_algo": None,
               "producer": None}
-    hf_quant = os.path.join(model_dir, "hf_quant_config.json")
-    if os.path.isfile(hf_quant):
-        data = _load_json(hf_quant)
-        quant = data.get("quantization", data) if isinstance(data, dict) else {}
+    if checkpoint.has("hf_quant_config.json"):
+        data = checkpoint.json("hf_quant_config.json")
+        quant = _section(data, "quantization")
         producer = data.get("producer") if isinstance(data, dict) else None
         result.update({
             "source": "hf_quant_config.json",
@@ -102,9 +175,8 @@ def read_quant_config(model_dir):
             "producer": producer.get("name") if isinstance(producer, dict) else producer,
         })
         return result
-    config_path = os.path.join(model_dir, "config.json")
-    if os.path.isfile(config_path):
-        config = _load_json(config_path)
+    if checkpoint.has("config.json"):
+        config = checkpoint.json("config.json")
         qcfg = config.get("quantization_config") if isinstance(config, dict) else None
         if isinstance(qcfg, dict):
             result.update({
@@ -123,24 +195,16 @@ def read_quant_config(model_dir):
 def read_safetensors_header(path):
     """Return the tensor names of one ``.safetensors`` file from its header (no tensor data is read).
 
-    :raises CheckpointError: on a short file, a header length above :data:`MAX_HEADER_BYTES` or invalid JSON.
+    :raises CheckpointError: for every header the reference loader refuses (``_safetensors``): a short file, a header
+        length above :data:`MAX_HEADER_BYTES` or beyond the file, a header that is not a JSON object, tensors that
+        do not tile the data buffer, ...
     """
-    with open(path, "rb") as handle:
-        prefix = handle.read(8)
-        if len(prefix) != 8:
-            raise CheckpointError("%s: too short for a safetensors header" % path)
-        (length,) = struct.unpack("<Q", prefix)
-        if length > MAX_HEADER_BYTES:
-            raise CheckpointError("%s: header length %d bytes is implausible (limit %d)"
-                                  % (path, length, MAX_HEADER_BYTES))
-        raw = handle.read(length)
-        if len(raw) != length:
-            raise CheckpointError("%s: header truncated (%d of %d bytes)" % (path, len(raw), length))
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise CheckpointError("%s: header is not JSON: %s" % (path, exc))
-    return [name for name in header if name != "__metadata__"]
+        with open(path, "rb") as handle:
+            header = _safetensors.read(handle, os.fstat(handle.fileno()).st_size)
+    except _safetensors.SafetensorsError as exc:
+        raise CheckpointError("%s: %s" % (path, exc)) from None
+    return list(header["tensors"])
 
 
 def scan_tensor_names(names):
@@ -175,23 +239,21 @@ def checkpoint_facts(model_dir):
     """
     if not os.path.isdir(model_dir):
         raise CheckpointError("model directory %s does not exist" % model_dir)
-    config_path = os.path.join(model_dir, "config.json")
-    if not os.path.isfile(config_path):
+    checkpoint = _Checkpoint(model_dir)
+    config_path = checkpoint.path("config.json")
+    if not checkpoint.has("config.json"):
         raise CheckpointError("%s has no config.json" % model_dir)
-    config = _load_json(config_path)
+    config = checkpoint.json("config.json")
     if not isinstance(config, dict):
         raise CheckpointError("%s must hold a JSON object, got %s" % (config_path, type(config).__name__))
-    quant = read_quant_config(model_dir)
+    quant = read_quant_config(model_dir, checkpoint)
 
-    index_path = None
-    for name in INDEX_NAMES:
-        if os.path.isfile(os.path.join(model_dir, name)):
-            index_path = os.path.join(model_dir, name)
-            break
+    index_rel = next((name for name in INDEX_NAMES if checkpoint.has(name)), None)
     total_bytes = None
     missing = []
-    if index_path:
-        index = _load_json(index_path)
+    if index_rel:
+        index_path = checkpoint.path(index_rel)
+        index = checkpoint.json(index_rel)
         if not isinstance(index, dict):
             raise CheckpointError("%s must hold a JSON object, got %s" % (index_path, type(index).__name__))
         weight_map = index.get("weight_map") or {}
@@ -199,9 +261,12 @@ def checkpoint_facts(model_dir):
             raise CheckpointError("%s: key weight_map must map tensor names to shard file names" % index_path)
         names = list(weight_map)
         shards = sorted(set(weight_map.values()))
-        real_dir = os.path.realpath(model_dir)
-        outside = [sh for sh in shards if os.path.isabs(sh) or not os.path.realpath(
-            os.path.join(model_dir, sh)).startswith(real_dir + os.sep)]
+        outside = []
+        for shard in shards:
+            try:
+                _tree.check_rel(shard)
+            except _tree.TreeError:
+                outside.append(shard)
         if outside:
             raise CheckpointError("%s: key weight_map names shards outside the model directory: %s"
                                   % (index_path, ", ".join(repr(x) for x in outside[:5])))
@@ -209,37 +274,38 @@ def checkpoint_facts(model_dir):
         if not isinstance(meta, dict):
             raise CheckpointError("%s: key metadata must be a JSON object" % index_path)
         if meta.get("total_size") is not None:
+            value = meta["total_size"]
+            if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                value = None
             try:
-                total_bytes = int(meta["total_size"])
-            except (TypeError, ValueError):
+                total_bytes = int(value) if value is not None else None
+            except (TypeError, ValueError, OverflowError):
+                total_bytes = None
+            if total_bytes is None:
                 raise CheckpointError("%s: key metadata.total_size must be a number of bytes, got %r"
                                       % (index_path, meta["total_size"]))
             if total_bytes < 0:
                 raise CheckpointError("%s: key metadata.total_size must be >= 0, got %r" % (index_path, total_bytes))
         source = "index"
-        missing = [s for s in shards if not os.path.isfile(os.path.join(model_dir, s))]
+        missing = [s for s in shards if not checkpoint.has(s)]
     else:
-        shards = sorted(f for f in os.listdir(model_dir) if f.endswith(".safetensors"))
+        shards = sorted(rel for rel in checkpoint.entries if "/" not in rel and rel.endswith(".safetensors"))
         if not shards:
             raise CheckpointError("%s has neither %s nor *.safetensors shards" % (model_dir, INDEX_NAMES[0]))
         names = []
         for shard in shards:
-            names.extend(read_safetensors_header(os.path.join(model_dir, shard)))
+            names.extend(checkpoint.tensor_names(shard))
         source = "headers"
-    on_disk = sum(os.path.getsize(os.path.join(model_dir, s)) for s in shards
-                  if os.path.isfile(os.path.join(model_dir, s)))
+    on_disk = sum(checkpoint.size(s) for s in shards if checkpoint.has(s))
     if total_bytes is None:
         total_bytes = on_disk
     scales = scan_tensor_names(names)
     text_config = config.get("text_config") if isinstance(config.get("text_config"), dict) else {}
-    hf_quant_path = os.path.join(model_dir, "hf_quant_config.json")
-    tok_path = os.path.join(model_dir, "tokenizer_config.json")
     try:
-        canonical, canonical_error = canonical_quant(
-            config, _load_json(hf_quant_path) if os.path.isfile(hf_quant_path) else None), None
+        canonical, canonical_error = canonical_quant(config, checkpoint.json("hf_quant_config.json")), None
     except QuantLayoutError as exc:
         canonical, canonical_error = None, str(exc)
-    tokenizer_config = _load_json(tok_path) if os.path.isfile(tok_path) else None
+    tokenizer_config = checkpoint.json("tokenizer_config.json")
     return {
         "quant": canonical,
         "quant_layout_error": canonical_error,
@@ -500,14 +566,14 @@ def context_limits(config, tokenizer_config=None):
         ``factor x original_max_position_embeddings`` under a static YaRN/linear RoPE scaling, whichever is larger),
         ``rope`` (``{type, factor, original, source}`` or None), ``tokenizer_max`` (int or None).
     """
-    config = config or {}
+    config = config if isinstance(config, dict) else {}
     sections = [config]
     if isinstance(config.get("text_config"), dict):
         sections.insert(0, config["text_config"])
     native = None
     for section in sections:
         for key in _POSITION_KEYS:
-            if isinstance(section.get(key), int):
+            if isinstance(section.get(key), int) and not isinstance(section.get(key), bool):
                 native = section[key]
                 break
         if native is not None:
@@ -524,11 +590,25 @@ def context_limits(config, tokenizer_config=None):
                 "original": value.get("original_max_position_embeddings") or native}
         break
     limit = native
-    if rope and rope["type"] in STATIC_ROPE_TYPES and rope.get("factor") and rope.get("original"):
-        limit = max(native or 0, int(float(rope["factor"]) * int(rope["original"])))
-    tok = (tokenizer_config or {}).get("model_max_length")
-    tok = int(tok) if isinstance(tok, (int, float)) and tok < _NO_TOKENIZER_LIMIT else None
+    factor, original = _finite(rope.get("factor")) if rope else None, _finite(rope.get("original")) if rope else None
+    extended = _finite(factor * int(original)) if factor and original else None
+    if rope and rope["type"] in STATIC_ROPE_TYPES and extended:
+        # a factor or window that is no number, or whose product overflows (a hand-edited config), extends nothing
+        limit = max(native or 0, int(extended))
+    tok = _finite((tokenizer_config if isinstance(tokenizer_config, dict) else {}).get("model_max_length"))
+    tok = int(tok) if tok is not None and 0 <= tok < _NO_TOKENIZER_LIMIT else None
     return {"native": native, "limit": limit, "rope": rope, "tokenizer_max": tok}
+
+
+def _finite(value):
+    """``value`` as a finite float when it is a JSON number (not a boolean), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return None
+    return value if math.isfinite(value) else None
 
 
 def _truthy(value):
@@ -614,7 +694,7 @@ def canonical_quant(config, hf_quant=None):
         ``methods`` (``--quantization`` candidates, preferred first), ``method`` (the first).
     :raises QuantLayoutError: for a layout or algorithm that cannot be mapped.
     """
-    config = config or {}
+    config = config if isinstance(config, dict) else {}
     qcfg = config.get("quantization_config") if isinstance(config.get("quantization_config"), dict) else None
     if qcfg is None and isinstance(config.get("text_config"), dict):
         inner = config["text_config"].get("quantization_config")
@@ -622,14 +702,14 @@ def canonical_quant(config, hf_quant=None):
     record = {"layout": None, "weights": None, "weight_formats": [], "activations": None, "linear": None,
               "moe": None, "producer": None, "methods": [], "method": None}
     if isinstance(hf_quant, dict):
-        quant = hf_quant.get("quantization", hf_quant)
+        quant = _section(hf_quant, "quantization")
         producer = hf_quant.get("producer")
         record["producer"] = producer.get("name") if isinstance(producer, dict) else producer
         algo = normalize_algo(quant.get("quant_algo"))
         moe = normalize_algo(quant.get("moe_quant_algo"))
         cfg_method = str((qcfg or {}).get("quant_method") or "").lower()
         if algo == "MIXED_PRECISION":
-            layers = quant.get("quantized_layers") or {}
+            layers = quant.get("quantized_layers") if isinstance(quant.get("quantized_layers"), dict) else {}
             formats = sorted(set(normalize_algo(v.get("quant_algo")) for v in layers.values()
                                  if isinstance(v, dict) and v.get("quant_algo")))
             if not formats:
@@ -655,7 +735,7 @@ def canonical_quant(config, hf_quant=None):
     elif qcfg is not None:
         method = str(qcfg.get("quant_method") or "").lower()
         if method in ("compressed-tensors", "compressed_tensors"):
-            groups = qcfg.get("config_groups") or {}
+            groups = qcfg.get("config_groups") if isinstance(qcfg.get("config_groups"), dict) else {}
             weights = sorted(set(_ct_scheme(g.get("weights")) for g in groups.values() if isinstance(g, dict)) - {None})
             acts = sorted(set(_ct_scheme(g.get("input_activations")) for g in groups.values()
                               if isinstance(g, dict)) - {None})
@@ -728,13 +808,12 @@ def draft_quantization(draft_dir, target_record=None, explicit=None):
     """
     if explicit:
         return {"value": explicit, "draft": None, "reason": "operator choice"}
-    config_path = os.path.join(draft_dir, "config.json")
-    if not os.path.isfile(config_path):
+    if not os.path.isdir(draft_dir):
+        raise CheckpointError("speculative draft model %s has no config.json (no such directory)" % draft_dir)
+    checkpoint = _Checkpoint(draft_dir)
+    if not checkpoint.has("config.json"):
         raise CheckpointError("speculative draft model %s has no config.json" % draft_dir)
-    config = _load_json(config_path)
-    hf_path = os.path.join(draft_dir, "hf_quant_config.json")
-    hf_quant = _load_json(hf_path) if os.path.isfile(hf_path) else None
-    record = canonical_quant(config, hf_quant)
+    record = canonical_quant(checkpoint.json("config.json"), checkpoint.json("hf_quant_config.json"))
     if record is None:
         return {"value": "unquant", "draft": None,
                 "reason": "draft %s has no quantization_config / hf_quant_config.json: unquant (it would otherwise "

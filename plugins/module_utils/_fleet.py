@@ -12,11 +12,17 @@ recommendation. Two kinds of drift are reported:
   e.g. somebody ran ``pip install`` in the release venv or edited the unit by hand;
 - *pin drift*: a host whose recorded model revision is not the commit its inventory pins (``sglang_model_revision``).
 
+It also reads one manifest for a rollback (:func:`read_manifest`): the model a release served (path or Hub id, its
+revision, the digest of its verification manifest, the service environment it ran with), so that the release
+returned to is served with its own model and not with the one configured now.
+
 Pure Python; no Ansible imports, so the same code runs in the ``manifest_drift`` filter and in unit tests.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import hashlib
 import re
@@ -62,6 +68,89 @@ def unit_fleet_sha256(text):
     if text is None:
         return None
     return hashlib.sha256(_PER_NODE_FLAGS.sub(r"\1\2<per-node>", text).encode("utf-8")).hexdigest()
+
+
+_MODEL_PATH = re.compile(r'(?:^|\s)--model-path(?:=|[ \t]+)("(?:[^"\\]|\\.)*"|[^\s"]+)')
+
+
+def unit_model_path(text):
+    """The ``--model-path`` value of an ``ExecStart=`` in a unit's text, unquoted as systemd reads it.
+
+    The service role writes each flag on its own continuation line, quoted by ``systemd_exec_args`` (double quotes
+    with backslash escapes, ``%%`` and ``$$`` for a literal ``%`` and ``$``).
+
+    :param text: str, the unit file's content (None -> None).
+    :returns: str, or None when the text has no ``--model-path``.
+    """
+    if text is None:
+        return None
+    found = _MODEL_PATH.search(str(text))
+    if not found:
+        return None
+    value = found.group(1)
+    if value.startswith('"') and value.endswith('"') and len(value) >= 2:
+        value = re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value.replace("%%", "%").replace("$$", "$")
+
+
+def _model_of(manifest, where="manifest.json"):
+    """The model section of a manifest as a rollback uses it (see :func:`read_manifest`)."""
+    model = manifest.get("model") if isinstance(manifest, dict) else None
+    model = model if isinstance(model, dict) else {}
+    path = model.get("path")
+    env = model.get("service_env")
+    if not (isinstance(env, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+        env = None                                    # not recorded (manifests before it was), or not a str->str map
+
+    def text(key):
+        value = model.get(key)
+        return value if isinstance(value, str) and value else None
+    recorded = isinstance(path, str) and bool(path.strip())
+    return {"recorded": recorded, "path": path if recorded else None, "revision": text("revision"),
+            "manifest_digest": text("manifest_digest"), "source": text("source"),
+            "repository": text("repository"), "service_env": env,
+            "problem": None if recorded else ("%s records no model (no model.path: written before release manifests "
+                                              "recorded the model)" % where)}
+
+
+def read_manifest(content, path="manifest.json", error=None, encoded=True):
+    """Parse a release manifest as read from a host; never raises.
+
+    :param content: the file's bytes as ``slurp`` returns them (base64 text; ``encoded=False``: the text itself), or
+        None when the file could not be read.
+    :param path: the file's path, for the messages.
+    :param error: why the file could not be read (``slurp``'s message), used when ``content`` is None.
+    :returns: ``{"manifest": dict ({} when unusable), "problem": str or None, "model": {"recorded": bool, "path",
+        "revision", "manifest_digest", "source", "repository" (str or None), "service_env" (dict or None: not
+        recorded), "problem" (str or None: why no model is recorded)}}``. A problem names the file and, for bytes
+        that are not UTF-8, the byte offset.
+    """
+    def out(manifest, problem):
+        model = _model_of(manifest, path)
+        if problem:
+            model["problem"] = problem
+        return {"manifest": manifest, "problem": problem, "model": model}
+
+    if content is None:
+        return out({}, "%s cannot be read: %s" % (path, error or "no such file"))
+    raw = content
+    if encoded:
+        try:
+            raw = base64.b64decode(str(content), validate=True)
+        except (binascii.Error, ValueError) as exc:
+            return out({}, "%s: not base64 as slurp returns it (%s)" % (path, exc))
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return out({}, "%s is not UTF-8: byte 0x%02x at offset %d" % (path, raw[exc.start], exc.start))
+    try:
+        manifest = json.loads(raw)
+    except ValueError as exc:
+        return out({}, "%s is not valid JSON (%s)" % (path, exc))
+    if not isinstance(manifest, dict):
+        return out({}, "%s is not a JSON object but a %s" % (path, type(manifest).__name__))
+    return out(manifest, None)
 
 
 def _get(mapping, path):
@@ -132,7 +221,10 @@ def host_drift(host, manifest, live):
     """Compare one host's manifest with what it runs now.
 
     :param manifest: the manifest dict (may be empty).
-    :param live: ``{"distributions": {name: version}, "torch": {...}, "unit_sha256": str or None}`` read now.
+    :param live: ``{"distributions": {name: version}, "torch": {...}, "unit_sha256": str or None, "unit_text": str
+        or None}`` read now; with ``unit_text`` the unit's ``--model-path`` is compared with the manifest's
+        ``model.path`` (field ``model path``: the service runs another model than the release recorded, e.g. a
+        rollback that rendered the model configured now).
     :returns: list of ``{"host", "field", "value" (live), "expected" (manifest)}``.
     """
     if not manifest:
@@ -147,6 +239,12 @@ def host_drift(host, manifest, live):
     unit_rec = _get(manifest, ("unit", "sha256"))
     if unit_now != unit_rec:
         out.append({"host": host, "field": "unit sha256", "value": unit_now, "expected": unit_rec})
+    model = _model_of(manifest)
+    unit_text = (live or {}).get("unit_text")
+    if model["recorded"] and unit_text is not None:
+        serving = unit_model_path(unit_text)
+        if serving != model["path"]:
+            out.append({"host": host, "field": "model path", "value": serving, "expected": model["path"]})
     return out
 
 

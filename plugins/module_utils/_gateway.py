@@ -19,6 +19,14 @@ checked against a real ``smg launch`` on 127.0.0.1 (tests/unit/gateway):
   ``DELETE /workers/<id>`` -> 202, the worker shows ``status: draining`` (smg stops routing to it and waits its
   drain settle time, 5 s in 1.13.0) and then leaves the list. A worker added by POST shows ``is_healthy: true`` and
   ``status: ready`` once smg's registration workflow (metadata discovery + health) is through.
+- A registration cannot be cancelled. ``POST /workers`` answers 202 with the worker's id and queues the workflow;
+  its first step (``detect_connection_mode``) probes ``<url>/health`` and, while that fails, retries every
+  ``--worker-startup-check-interval`` (30 s) for up to ``--worker-startup-timeout-secs`` (1800 s), with the worker
+  not listed by ``GET /workers`` meanwhile. ``DELETE /workers/<id>`` of such a worker answers 202, but its removal job
+  fails (``find_workers_to_remove - Worker ... not found``) and the registration goes on: the worker is listed and
+  routed to as soon as a retry finds it healthy. There is no job API to cancel it (1.13.0 serves ``/workers``,
+  ``/workers/{id}``, ``/workers/{id}/engine/...``). :func:`add_worker` therefore posts a worker only once it answers
+  ``/health`` itself, and removes a registration it started that completes after it gave up.
 - SGLang's ``/get_load`` (0.5.9 ``scheduler_metrics_mixin.get_load``) answers one
   ``{dp_rank, num_reqs, num_waiting_reqs, num_tokens, ts_tic}`` per data-parallel rank with
   ``num_reqs = running + waiting``: the in-flight count of a worker is the sum of ``num_reqs``. Its ``/metrics``
@@ -36,7 +44,10 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is not supported by the collection
     urlerror = None
 
+from ansible.module_utils.six.moves import http_client
 from ansible.module_utils.urls import open_url
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 
 
 class GatewayError(ValueError):
@@ -253,15 +264,28 @@ class Client:
     :param base_url: ``http://host:port`` of the gateway (or of a worker for :meth:`inflight`).
     :param api_key: bearer token (the gateway's ``--api-key``; SGLang's ``--api-key`` for a worker), may be "".
     :param timeout: seconds per HTTP call.
+    :param source: the variable (and module option) that sets ``base_url``, named when a call fails.
+    :param credential: the variable of ``api_key``, named when a call answers 401/403.
+    :param what: what ``base_url`` is, for messages (``"gateway"``, ``"worker"``).
     """
 
-    def __init__(self, base_url, api_key="", timeout=10.0):
+    def __init__(self, base_url, api_key="", timeout=10.0, source=None, credential=None, what="gateway",
+                 timeout_var="request_timeout"):
         self.base_url = _norm_url(base_url)
         self.api_key = api_key or ""
         self.timeout = float(timeout)
+        self.source, self.credential, self.what, self.timeout_var = source, credential, what, timeout_var
+
+    def error(self, method, path, exc=None, status=None, body=None, action=None):
+        """A :class:`GatewayError` in :mod:`_net`'s shape for a call that failed (``exc``) or answered ``status``."""
+        text, _kind, _status = _net.message(
+            action or "%s API" % self.what, self.base_url + path, exc=exc, status=status, method=method,
+            variable=self.source, credential=self.credential, timeout=self.timeout, timeout_var=self.timeout_var,
+            body=None if body is None else str(body)[:300], secrets=[self.api_key] if self.api_key else None)
+        return GatewayError(text)
 
     def call(self, method, path, body=None):
-        """``(status, parsed JSON or text)``; connection errors raise GatewayError naming the URL."""
+        """``(status, parsed JSON or text)``; a call without an HTTP answer raises GatewayError (:meth:`error`)."""
         data = None
         headers = {"Accept": "application/json"}
         if body is not None:
@@ -278,9 +302,13 @@ class Client:
             finally:
                 resp.close()
         except urlerror.HTTPError as exc:
-            status, raw = exc.code, exc.read()
-        except (urlerror.URLError, OSError) as exc:
-            raise GatewayError("%s %s%s: %s" % (method, self.base_url, path, getattr(exc, "reason", exc)))
+            try:
+                status, raw = exc.code, exc.read()
+            except (OSError, http_client.HTTPException, ValueError):
+                status, raw = exc.code, b""
+        except (urlerror.URLError, OSError, http_client.HTTPException, ValueError) as exc:
+            # refused, DNS, timeout (raised bare by urllib while reading the answer), TLS, reset, a bad URL
+            raise self.error(method, path, exc=exc)
         text = raw.decode("utf-8", "replace")
         try:
             return status, json.loads(text)
@@ -290,8 +318,11 @@ class Client:
     def workers(self):
         """The gateway's worker list (``GET /workers``)."""
         status, payload = self.call("GET", "/workers")
-        if status != 200 or not isinstance(payload, dict):
-            raise GatewayError("GET %s/workers answered %s: %s" % (self.base_url, status, str(payload)[:300]))
+        if status != 200:
+            raise self.error("GET", "/workers", status=status, body=payload, action="gateway worker list")
+        if not isinstance(payload, dict):
+            raise GatewayError("GET %s/workers answered %s with something that is not smg's worker list: %s"
+                               % (self.base_url, status, str(payload)[:300]))
         return list(payload.get("workers") or [])
 
 
@@ -340,10 +371,12 @@ def worker_inflight(client):
     status, payload = client.call("GET", "/get_load")
     if status == 200:
         return inflight_from_load(payload), "/get_load"
+    load_status = status
     status, text = client.call("GET", "/metrics")
     if status == 200:
         return inflight_from_metrics(text if isinstance(text, str) else json.dumps(text)), "/metrics"
-    raise GatewayError("%s answers neither /get_load nor /metrics (last status %s)" % (client.base_url, status))
+    raise client.error("GET", "/metrics", status=status, body=text,
+                       action="requests in flight (/get_load answered HTTP %s, then /metrics)" % load_status)
 
 
 def remove_worker(client, url, timeout=60.0, poll=0.5, clock=time.monotonic, sleep=time.sleep):
@@ -358,8 +391,8 @@ def remove_worker(client, url, timeout=60.0, poll=0.5, clock=time.monotonic, sle
         return {"changed": False, "worker_id": None, "waited_s": 0.0}
     status, payload = client.call("DELETE", "/workers/%s" % entry["id"])
     if status not in (200, 202, 404):
-        raise GatewayError("DELETE %s/workers/%s (%s) answered %s: %s"
-                           % (client.base_url, entry["id"], url, status, str(payload)[:300]))
+        raise client.error("DELETE", "/workers/%s" % entry["id"], status=status, body=payload,
+                           action="removal of %s from the gateway" % url)
     while True:
         current = find_worker(client.workers(), url)
         if current is None:
@@ -370,50 +403,101 @@ def remove_worker(client, url, timeout=60.0, poll=0.5, clock=time.monotonic, sle
         sleep(poll)
 
 
-def add_worker(client, url, timeout=300.0, poll=1.0, remove_on_failure=True, worker_api_key="", clock=time.monotonic,
-               sleep=time.sleep):
+def worker_healthy(client):
+    """True when the worker behind ``client`` answers ``GET /health`` with 200 (what smg's registration probes)."""
+    try:
+        status, _payload = client.call("GET", "/health")
+    except GatewayError:
+        return False
+    return status == 200
+
+
+def add_worker(client, url, timeout=300.0, poll=1.0, remove_on_failure=True, worker_api_key="", pending_timeout=45.0,
+               worker_client=None, clock=time.monotonic, sleep=time.sleep):
     """Put ``url`` (back) into the gateway and wait until smg reports it healthy and ready.
 
     ``worker_api_key`` goes into the worker spec (``api_key``): smg 1.13.0 gives its own ``--api-key`` only to the
     workers of ``--worker-urls``; one added through ``POST /workers`` without a key fails backend detection with
     401 against an SGLang that has ``--api-key`` (seen with the real smg in tests/unit/gateway).
 
+    With ``remove_on_failure`` a worker that gives up stays out, although smg cannot cancel a registration (see the
+    module docstring): the worker is posted only once its own ``/health`` answers 200 (probed from this host, the
+    gateway's, until ``timeout``); a worker that never does is never posted. Once posted, smg gets at least
+    ``min(timeout, 15)`` s to list it. When it is not routable by then it is removed if listed; if not listed (it
+    turned unhealthy between the probe and smg's, so the registration is retrying), the gateway is watched for
+    ``pending_timeout`` more seconds (one retry of smg's default 30 s interval and a margin) and the worker is
+    removed as soon as it shows up. Without ``remove_on_failure`` the worker is posted at once and left to smg.
+
+    :param worker_client: a :class:`Client` for the worker itself (``/health``); default: ``url`` with
+        ``worker_api_key``.
     :returns: ``{"changed": bool, "worker_id": str, "waited_s": float}``; not changed when it was already routable.
-    :raises GatewayError: refused, or not healthy after ``timeout`` s; with ``remove_on_failure`` the worker is
-        taken out again first, so that a host that cannot come back stays out of the gateway.
+    :raises GatewayError: refused, or not healthy after ``timeout`` s; the message says whether the worker was
+        never put into the gateway, taken out again, or (a registration still pending after ``pending_timeout`` s)
+        may still be registered by smg later.
     """
     start = clock()
+    deadline = start + float(timeout)
     entry = find_worker(client.workers(), url)
     if is_routable(entry):
         return {"changed": False, "worker_id": entry.get("id"), "waited_s": 0.0}
+    posted = None
     if entry is None or str(entry.get("status")) == "draining":
         while entry is not None:                      # a removal still settling: wait for it to finish first
-            if clock() - start > timeout:
+            if clock() > deadline:
                 raise GatewayError("%s still draining on %s after %ss" % (url, client.base_url, timeout))
             sleep(poll)
             entry = find_worker(client.workers(), url)
+        if remove_on_failure:
+            worker = worker_client or Client(url, worker_api_key, timeout=client.timeout, what="worker")
+            while not worker_healthy(worker):
+                if clock() > deadline:
+                    raise GatewayError("%s not healthy after %ss (its /health did not answer 200 from the gateway "
+                                       "host); not put into the gateway %s, so it stays out"
+                                       % (url, timeout, client.base_url))
+                sleep(poll)
         spec = {"url": _norm_url(url)}
         if worker_api_key:
             spec["api_key"] = worker_api_key
         status, payload = client.call("POST", "/workers", spec)
         if status not in (200, 201, 202, 409):
-            raise GatewayError("POST %s/workers (%s) answered %s: %s" % (client.base_url, url, status, str(payload)[:300]))
+            raise client.error("POST", "/workers", status=status, body=payload, action="adding %s to the gateway" % url)
+        posted = (payload.get("worker_id") if isinstance(payload, dict) else None) or "?"
+        deadline = max(deadline, clock() + min(float(timeout), 15.0))
     last = None
     while True:
         last = find_worker(client.workers(), url)
         if is_routable(last):
             return {"changed": True, "worker_id": last.get("id"), "waited_s": round(clock() - start, 2)}
-        if clock() - start > timeout:
-            state = "not listed" if last is None else "status %s, healthy %s" % (last.get("status"), last.get("is_healthy"))
-            if remove_on_failure:
-                try:
-                    remove_worker(client, url, timeout=60.0, poll=poll, clock=clock, sleep=sleep)
-                except GatewayError:
-                    pass
-            raise GatewayError("%s not healthy on the gateway %s after %ss (%s)%s"
-                               % (url, client.base_url, timeout, state,
-                                  "; taken out again" if remove_on_failure else ""))
+        if clock() > deadline:
+            break
         sleep(poll)
+    state = "not listed" if last is None else "status %s, healthy %s" % (last.get("status"), last.get("is_healthy"))
+    if not remove_on_failure:
+        raise GatewayError("%s not healthy on the gateway %s after %ss (%s)" % (url, client.base_url, timeout, state))
+    if last is not None:
+        try:
+            remove_worker(client, url, timeout=60.0, poll=poll, clock=clock, sleep=sleep)
+        except GatewayError as exc:
+            raise GatewayError("%s not healthy on the gateway %s after %ss (%s), and taking it out again failed: %s"
+                               % (url, client.base_url, timeout, state, exc))
+        raise GatewayError("%s not healthy on the gateway %s after %ss (%s); taken out again"
+                           % (url, client.base_url, timeout, state))
+    if posted is None:                                # listed before, not any more: nothing of ours is pending
+        raise GatewayError("%s not healthy on the gateway %s after %ss (not listed any more); it stays out"
+                           % (url, client.base_url, timeout))
+    # posted, not listed: smg's registration (id ``posted``) is retrying its health step and cannot be cancelled
+    watch_end = clock() + float(pending_timeout)
+    while clock() <= watch_end:
+        if find_worker(client.workers(), url) is not None:
+            remove_worker(client, url, timeout=60.0, poll=poll, clock=clock, sleep=sleep)
+            raise GatewayError("%s not healthy on the gateway %s after %ss (not listed); its registration (smg worker "
+                               "id %s) completed %.0f s later and was taken out again"
+                               % (url, client.base_url, timeout, posted, clock() - start - float(timeout)))
+        sleep(poll)
+    raise GatewayError("%s not healthy on the gateway %s after %ss (not listed); smg's registration of it (worker id "
+                       "%s) was still retrying after %ss more and cannot be cancelled in smg 1.13.0: smg lists it as "
+                       "soon as it answers /health (up to --worker-startup-timeout-secs); take it out with a drain "
+                       "(sglang_gateway tasks_from: drain) then" % (url, client.base_url, timeout, posted, pending_timeout))
 
 
 def wait_idle(client, timeout=600.0, poll=1.0, clock=time.monotonic, sleep=time.sleep):

@@ -111,7 +111,7 @@ def _convert(kind, raw):
     if kind == "int":
         try:
             return int(float(raw))
-        except ValueError:
+        except (ValueError, OverflowError):    # "inf" and "1e400" are no count either
             return None
     if kind == "busid":
         return normalize_bus_id(raw)
@@ -370,9 +370,9 @@ def pci_ancestors(bus_id, sysfs_root="/sys"):
     path = os.path.join(sysfs_root, "bus", "pci", "devices", bus_id)
     try:
         real = os.path.realpath(path)
-    except OSError:
-        return []
-    if not os.path.exists(real):
+        if not os.path.exists(real):
+            return []
+    except (OSError, ValueError):     # ValueError: a NUL byte in a bus id nvidia-smi printed
         return []
     parts = real.split(os.sep)
     found = [p for p in parts if re.match(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", p)]
@@ -386,7 +386,7 @@ def iommu_group_type(bus_id, sysfs_root="/sys"):
     try:
         with open(path) as handle:
             return handle.read().strip() or None
-    except (IOError, OSError):
+    except (IOError, OSError, ValueError, UnicodeDecodeError):
         return None
 
 

@@ -30,6 +30,7 @@ Sources of the formats and the remedies:
 from __future__ import annotations
 
 import datetime
+import math
 import os
 import re
 import signal
@@ -175,8 +176,10 @@ def run_bounded(argv, timeout, env=None):
     child_env = dict(os.environ, LC_ALL="C")
     child_env.update(env or {})
     try:
+        # logs and tool output: bytes that are not UTF-8 (a driver message, a process name) are replaced, never
+        # fatal, so that a verdict still comes out
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env,
-                                start_new_session=True, universal_newlines=True)
+                                start_new_session=True, universal_newlines=True, encoding="utf-8", errors="replace")
     except OSError as exc:
         return CommandResult(argv, error="cannot run %s: %s" % (argv[0], exc), timeout=timeout)
     try:
@@ -213,22 +216,26 @@ def parse_since(value, now=None):
     if text in ("", "boot"):
         return None
     now = now or datetime.datetime.now(datetime.timezone.utc)
-    rel = re.match(r"^-(\d+(?:\.\d+)?)\s*([smhd])$", text)
-    if rel:
-        mult = {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
-        return now - datetime.timedelta(seconds=float(rel.group(1)) * mult)
-    epoch = re.match(r"^@?(\d+(?:\.\d+)?)$", text)
-    if epoch:
-        return datetime.datetime.fromtimestamp(float(epoch.group(1)), datetime.timezone.utc)
+    try:
+        rel = re.match(r"^-(\d+(?:\.\d+)?)\s*([smhd])$", text)
+        if rel:
+            mult = {"s": 1, "m": 60, "h": 3600, "d": 86400}[rel.group(2)]
+            return now - datetime.timedelta(seconds=float(rel.group(1)) * mult)
+        epoch = re.match(r"^@?(\d+(?:\.\d+)?)$", text)
+        if epoch:
+            return datetime.datetime.fromtimestamp(float(epoch.group(1)), datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError) as exc:
+        # -99999999999d, @1e20: a time before year 1 or after 9999 (or past the platform's time_t)
+        raise ValueError("since %r is out of range (%s)" % (value, exc)) from None
     iso = text.replace("Z", "+00:00").replace(" ", "T", 1)
     iso = re.sub(r"([+-]\d\d)(\d\d)$", r"\1:\2", iso)
     try:
         parsed = datetime.datetime.fromisoformat(iso)
-    except ValueError as exc:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=datetime.timezone.utc)
+        return parsed.astimezone(datetime.timezone.utc)
+    except (ValueError, OverflowError) as exc:
         raise ValueError("since %r is not an epoch, ISO 8601 time, -<n>[smhd] or 'boot'" % value) from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.timezone.utc)
-    return parsed.astimezone(datetime.timezone.utc)
 
 
 def _line_time(line):
@@ -242,7 +249,7 @@ def _line_time(line):
         tz = tz[:3] + ":" + tz[3:]
     try:
         return datetime.datetime.fromisoformat(match.group(1) + tz).astimezone(datetime.timezone.utc)
-    except ValueError:
+    except (ValueError, OverflowError):    # 9999-12-31T23:59:59-23:59 is past year 9999 in UTC
         return None
 
 
@@ -340,7 +347,7 @@ def read_kernel_log(source, since, timeout, path=None, journalctl=None, dmesg=No
         return None, info
     if source == "file":
         try:
-            with open(path) as handle:
+            with open(path, encoding="utf-8", errors="replace") as handle:   # a log: replaced, never fatal
                 return handle.read(), info
         except (IOError, OSError, TypeError) as exc:
             info["error"] = "cannot read kernel log file %s: %s" % (path, exc)
@@ -378,10 +385,11 @@ def _convert(kind, raw):
         if kind == "int":
             return int(float(raw))
         if kind == "float":
-            return float(raw)
+            value = float(raw)
+            return value if math.isfinite(value) else None
         if kind == "hex":
             return int(raw, 16)
-    except ValueError:
+    except (ValueError, OverflowError):    # "inf", "1e400": no reading
         return None
     if kind == "busid":
         return normalize_bus_id(raw)

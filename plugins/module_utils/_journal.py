@@ -12,6 +12,12 @@ to increase --mem-fraction-static", "leave no GPU memory for the KV cache") need
 shorter context, while a *runtime* OOM (``torch.OutOfMemoryError`` / "CUDA out of memory" after the weights are
 loaded, e.g. during CUDA-graph capture or serving) needs a smaller fraction or ``--cuda-graph-max-bs``. An OOM
 before "Load weight end" means the weights themselves do not fit (raise TP or use a smaller checkpoint).
+
+A CUDA-graph capture failure (C01) is classified by the error above SGLang's wrapper ``Capture cuda graph
+failed``, never by the wrapper or by the "Possible solutions" advice printed below it (:func:`drop_generic_advice`):
+``invalid resource handle`` during a capture is the PDL attribute on SM120, ``custom_all_reduce.cuh`` is the custom
+all-reduce, a ptxas arch error is N01, and only an OOM line in the same failure is ``runtime_oom``.
+``undefined symbol: nccl...`` is a second NCCL in the venv (C02), not an sgl-kernel ABI mismatch (B07).
 """
 
 from __future__ import annotations
@@ -25,6 +31,28 @@ SPEC_REMEDY = ("retry without speculative decoding (sglang_service_speculative: 
 # (cause, priority, [regex...], summary, remedy). Higher priority wins when several rules match; among equal
 # priorities the rule whose match is latest in the log wins (the last error is usually the fatal one).
 RULES = [
+    # --- field reports part 3 (C-kinds): the inner cause of a CUDA-graph capture failure, a second NCCL ----------
+    ("pdl_graph_capture_sm120", 89,
+     [r"CUDA error: invalid resource handle", r"cudaErrorInvalidResourceHandle"],
+     "CUDA-graph capture failed with 'invalid resource handle': SGLang sets the PDL (programmatic dependent "
+     "launch) stream-serialization attribute on a stream that is capturing, which SM120 refuses (not a memory "
+     "problem; SGLang's 'set --mem-fraction-static smaller' advice does not apply) [C01]",
+     "use an SGLang commit that does not set the PDL attribute during capture (the fix of sglang#18596 was "
+     "closed unmerged: check the pinned commit for an equivalent one); as a stopgap only, add "
+     "--disable-cuda-graph to sglang_service_extra_args (slower decoding)"),
+    ("custom_allreduce_capture", 89,
+     [r"custom_all_reduce\.cuh:\d+", r"custom_all_reduce\.cu(?:h)?\b.*(?:invalid argument|CUDA error)"],
+     "CUDA-graph capture failed inside sgl-kernel's custom all-reduce (custom_all_reduce.cuh, 'invalid "
+     "argument'): not a memory problem, whatever SGLang's advice below it says [C01]",
+     "render --disable-custom-all-reduce: add it to sglang_service_extra_args (the preflight adds it by itself "
+     "for GeForce cards and topologies without P2P)"),
+    ("nccl_library_mismatch", 76,
+     [r"undefined symbol: nccl\w+"],
+     "a library expects an NCCL symbol the loaded libnccl.so.2 lacks: two nvidia-nccl-cu1* wheels (or a system "
+     "libnccl.so.2 on the loader path) share the file, and the older one won [C02]",
+     "fix the NCCL wheels, not sgl-kernel: uninstall every nvidia-nccl-cu1* wheel, reinstall only "
+     "nvidia-nccl-cu13 at the version torch requires, and drop a system libnccl.so.2 from the loader path "
+     "(the preflight check nccl_wheels names what is installed); rebuilding sgl-kernel does not help"),
     # --- field reports part 2 (N-kinds; ids resolve in docs/field-reports.md) ---------------------------------------
     ("triton_ptxas_too_old", 92,
      [r"Value '(?:sm|compute)_\d+[af]?' is not defined for option 'gpu-name'"],
@@ -104,7 +132,7 @@ RULES = [
      "a binary (torch, sgl-kernel or a JIT module) has no code for this GPU's architecture [B14]",
      "install a torch whose get_arch_list() contains sm_120 and rebuild sgl-kernel for sm_120a"),
     ("sgl_kernel_abi_mismatch", 74,
-     [r"undefined symbol", r"Could not load any common_ops library"],
+     [r"undefined symbol(?!: nccl)", r"Could not load any common_ops library"],
      "sgl-kernel was built against a different torch ABI [B07]",
      "rebuild sgl-kernel from source with --no-build-isolation against the installed torch"),
     ("sgl_kernel_cuda_major_mismatch", 73,
@@ -205,6 +233,13 @@ _COMPILED = [(cause, prio, [re.compile(p) for p in pats], summary, remedy)
 _SHARDS_RE = re.compile(r"Loading safetensors checkpoint shards:.*?\|\s*(\d+)/(\d+)")
 _OOM_MARK = re.compile(r"torch\.OutOfMemoryError|CUDA out of memory|OutOfMemoryError: CUDA")
 _WEIGHTS_DONE = re.compile(r"Load weight end|Loading safetensors checkpoint shards:.*100%")
+# SGLang's advice under every CUDA-graph capture failure, whatever the cause ("Possible solutions:\n1. set
+# --mem-fraction-static to a smaller value ...\n2. set --cuda-graph-max-bs ..."): never evidence of a cause (C01).
+_ADVICE_HEAD = re.compile(r"^(?:.*\]\s*)?Possible solutions:\s*$")
+_ADVICE_ITEM = re.compile(r"^(?:.*\]\s*)?(?:\d+\.\s+(?:set|disable|use|try|reduce|increase|decrease)\b|Open an issue "
+                          r"on GitHub)", re.I)
+_CAPTURE = re.compile(r"Capture cuda graph failed|Capture cuda graph begin|Capturing batches|cuda_graph_runner",
+                      re.I)
 _NCCL_INIT_DONE = re.compile(r"NCCL INFO .*Init COMPLETE|ncclCommInitRank .* Init COMPLETE")
 
 
@@ -218,6 +253,21 @@ def split_lines(text_or_lines):
     for line in raw:
         lines.extend(part for part in str(line).split("\r") if part.strip())
     return lines
+
+
+def drop_generic_advice(lines):
+    """``lines`` without SGLang's "Possible solutions:" block (its numbered items and the "Open an issue" line):
+    the block is printed under every capture failure and names memory settings whatever the cause was (C01)."""
+    out, in_advice = [], False
+    for line in lines:
+        if _ADVICE_HEAD.match(line.strip()):
+            in_advice = True
+            continue
+        if in_advice and _ADVICE_ITEM.match(line.strip()):
+            continue
+        in_advice = False
+        out.append(line)
+    return out
 
 
 def shard_progress(lines):
@@ -346,7 +396,7 @@ def classify(lines, argv=None, context=None):
         most important first). Kernel-log wedges add ``reboot_required: true`` and ``restart: false``. An OOM line
         before the weights finished loading is reported as ``weights_oom``.
     """
-    lines = split_lines(lines)
+    lines = drop_generic_advice(split_lines(lines))
     found = {}
     for index, line in enumerate(lines):
         for cause, prio, patterns, summary, remedy in _COMPILED:
@@ -356,6 +406,8 @@ def classify(lines, argv=None, context=None):
     for cause, value in _kernel_findings(lines, context).items():
         found[cause] = value[:5]
         extra[cause] = value[5]
+    if "pdl_graph_capture_sm120" in found and not any(_CAPTURE.search(line) for line in lines):
+        found.pop("pdl_graph_capture_sm120")       # the PDL verdict needs a capture; elsewhere it is another bug
     spec = _speculative(argv)
     if "illegal_memory_access" in found and spec:
         prio, index, line, _s, _r = found.pop("illegal_memory_access")
@@ -371,7 +423,9 @@ def classify(lines, argv=None, context=None):
                                          "render the method the checkpoint facts name")
     if "runtime_oom" in found:
         oom_index = found["runtime_oom"][1]
-        weights_done = any(_WEIGHTS_DONE.search(line) for line in lines[:oom_index])
+        # a CUDA-graph capture runs after the weights are loaded; its wrapper line follows the OOM (C01, B26)
+        weights_done = any(_WEIGHTS_DONE.search(line) for line in lines[:oom_index]) or any(
+            _CAPTURE.search(line) for line in lines)
         if not weights_done:
             prio, index, line, _s, _r = found.pop("runtime_oom")
             found["weights_oom"] = (prio, index, line,

@@ -19,10 +19,9 @@ Shapes (all sizes in bytes, digests lowercase hex):
   ``{"format": 1, "path": str, "manifest_digest": str, "files": {relpath: [size, mtime_ns]}}``; a file whose
   size and mtime_ns equal the stamp's (for the same manifest digest) is not re-hashed.
 
-safetensors layout (https://github.com/huggingface/safetensors, "Format"): 8-byte little-endian unsigned header
-length N, N bytes of UTF-8 JSON ``{name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {...}}``,
-then the byte buffer; offsets are relative to the buffer, which must be exactly covered (the reference
-implementation refuses a buffer that is shorter or longer than the largest ``end``).
+Files are read under the link rule of ``_checkpoint_tree`` (links resolve inside the model root; size, structure and
+digest of one open descriptor); safetensors headers are checked as the reference loader checks them
+(``_safetensors``), and an index against the headers of its shards (:func:`index_problems`).
 """
 
 from __future__ import annotations
@@ -34,23 +33,22 @@ import os
 import re
 import shutil
 import stat
-import struct
 import sys
 import threading
 import time
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint_tree as _tree
+from ansible_collections.blackwell.sglang.plugins.module_utils import _safetensors
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
+from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
+from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 
 COMMIT_RE = re.compile(r"^[0-9a-f]{40}$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MANIFEST_NAME = ".sglang-model-manifest.json"
 # huggingface_hub's local_dir metadata (resume state); never part of the model, removed before promotion
 HF_LOCAL_CACHE = ".cache"
-MAX_HEADER_BYTES = 100 * 1024 * 1024
 CHUNK = 8 * 1024 * 1024
-# bytes per element (safetensors Dtype enum); sub-byte types (F4, F6_*) are skipped in the element-count check
-DTYPE_BYTES = {
-    "BOOL": 1, "U8": 1, "I8": 1, "F8_E5M2": 1, "F8_E4M3": 1, "F8_E8M0": 1, "I16": 2, "U16": 2, "F16": 2,
-    "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8,
-}
 
 
 class ModelError(Exception):
@@ -131,11 +129,33 @@ def new_manifest(name, revision, source, files):
 
 
 def load_manifest(path):
+    """A manifest file given by the operator or kept in the state directory (not the model's own: see
+    :func:`load_manifest_in`)."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError) as exc:
-        raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from exc
+        data = _fs.load_json(path, "model manifest")
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from None
+    return check_manifest(data, path)
+
+
+def load_manifest_in(model_dir):
+    """The model's own ``<model_dir>/.sglang-model-manifest.json``, read under the link rule (a link out of the
+    model is refused, not followed); None when there is none."""
+    path = os.path.join(model_dir, MANIFEST_NAME)
+    try:
+        opened = _tree.open_file(model_dir, MANIFEST_NAME)
+        if opened is None:
+            return None
+        with opened[0] as handle:
+            data = json.loads(_fs.decode_source(handle.read(), path, "model manifest"))
+    except _tree.TreeError as exc:
+        raise ModelError("cannot read the manifest %s: it %s" % (path, exc.reason)) from None
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from None
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from None
     return check_manifest(data, path)
 
 
@@ -153,14 +173,21 @@ def check_manifest(data, where="manifest"):
 
 
 def write_json_atomic(path, data, mode=0o644):
+    """Write ``data`` as JSON to ``path`` through a temporary file beside it and a rename. The temporary name is
+    created exclusively and never through a link: a name planted in the directory (a link to /etc/passwd) is
+    removed, not written through."""
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.unlink(tmp)
+    except FileNotFoundError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=1, sort_keys=True)
         handle.write("\n")
         handle.flush()
+        os.fchmod(handle.fileno(), mode)
         os.fsync(handle.fileno())
-    os.chmod(tmp, mode)
     os.replace(tmp, path)
 
 
@@ -177,104 +204,152 @@ def matches(rel, allow, ignore):
 # ---------------------------------------------------------------------------------------------------- files
 
 
+def scan(root):
+    """``(entries, problems)`` of the checkpoint below ``root`` under the link rule (``_checkpoint_tree.scan``),
+    without our manifest and huggingface_hub's resume cache; problems as ``[{"file", "reason"}]``."""
+    entries, problems = _tree.scan(root, skip_top=(HF_LOCAL_CACHE,), skip=(MANIFEST_NAME,))
+    return entries, [{"file": p.rel, "reason": p.reason} for p in problems]
+
+
 def list_files(root):
-    """{relpath: (size, mtime_ns)} of the regular files below root, without our manifest and the HF resume cache."""
-    found = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = os.path.relpath(dirpath, root)
-        if rel_dir == ".":
-            dirnames[:] = [d for d in dirnames if d != HF_LOCAL_CACHE]
-        dirnames.sort()
-        for fname in sorted(filenames):
-            rel = fname if rel_dir == "." else os.path.join(rel_dir, fname).replace(os.sep, "/")
-            if rel == MANIFEST_NAME:
-                continue
-            stat = os.lstat(os.path.join(dirpath, fname))
-            found[rel] = (stat.st_size, stat.st_mtime_ns)
-    return found
+    """{relpath: (size, mtime_ns)} of the readable files below root (sizes of what a read gets: a link's target),
+    without our manifest and the HF resume cache; entries the link rule refuses are left out (see :func:`scan`)."""
+    entries, _problems = scan(root)
+    return {rel: (e.stat.st_size, e.stat.st_mtime_ns) for rel, e in entries.items()}
 
 
-def hash_file(path, progress=None):
-    """(sha256 hex, git blob sha1 hex) of a file, read in 8 MiB chunks; progress(n_bytes) after each chunk."""
+def hash_handle(handle, size, progress=None):
+    """(sha256 hex, git blob sha1 hex) of an open binary file of ``size`` bytes (its fstat), from offset 0, read in
+    8 MiB chunks; progress(n_bytes) after each chunk. A file that changes length while read raises ModelError."""
     sha = hashlib.sha256()
-    size = os.path.getsize(path)
     git = hashlib.sha1(b"blob %d\0" % size)
-    with open(path, "rb") as handle:
-        while True:
-            chunk = handle.read(CHUNK)
-            if not chunk:
-                break
-            sha.update(chunk)
-            git.update(chunk)
-            if progress:
-                progress(len(chunk))
+    handle.seek(0)
+    done = 0
+    while True:
+        chunk = handle.read(CHUNK)
+        if not chunk:
+            break
+        done += len(chunk)
+        sha.update(chunk)
+        git.update(chunk)
+        if progress:
+            progress(len(chunk))
+    if done != size:
+        raise ModelError("%s changed while it was read (%d bytes, %d when opened)" % (
+            getattr(handle, "name", "a file"), done, size))
     return sha.hexdigest(), git.hexdigest()
 
 
-def safetensors_problem(path, size=None):
-    """None when the safetensors file is structurally whole, else a short reason (truncated, bad header, ...)."""
-    size = os.path.getsize(path) if size is None else size
-    if size < 8:
-        return "shorter than the 8-byte header length (%d bytes)" % size
+def hash_file(path, progress=None):
+    """(sha256 hex, git blob sha1 hex) of a file; size and bytes from the same open descriptor."""
     with open(path, "rb") as handle:
-        (length,) = struct.unpack("<Q", handle.read(8))
-        if length > MAX_HEADER_BYTES:
-            return "header length %d is absurd (corrupt file)" % length
-        if 8 + length > size:
-            return "truncated: header needs %d bytes, file has %d" % (8 + length, size)
-        raw = handle.read(length)
-    try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        return "header is not JSON (%s)" % exc
-    if not isinstance(header, dict):
-        return "header is not a JSON object"
-    buffer_size = size - 8 - length
-    largest = 0
-    for tensor, info in header.items():
-        if tensor == "__metadata__":
-            continue
+        return hash_handle(handle, os.fstat(handle.fileno()).st_size, progress)
+
+
+def safetensors_problem(path, size=None):
+    """None when the safetensors file is structurally whole (``_safetensors.read``: what the reference loader
+    checks), else a short reason (truncated, bad header, overlapping tensors, ...)."""
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size if size is None else size
         try:
-            begin, end = info["data_offsets"]
-            shape = info["shape"]
-            dtype = info["dtype"]
-        except (KeyError, TypeError, ValueError):
-            return "tensor %r has no dtype/shape/data_offsets" % tensor
-        if not (isinstance(begin, int) and isinstance(end, int) and 0 <= begin <= end):
-            return "tensor %r has invalid data_offsets %r" % (tensor, info["data_offsets"])
-        if end > buffer_size:
-            return "truncated: tensor %r ends at byte %d of the data, the file holds %d" % (tensor, end, buffer_size)
-        if dtype in DTYPE_BYTES:
-            count = 1
-            for dim in shape:
-                count *= int(dim)
-            if count * DTYPE_BYTES[dtype] != end - begin:
-                return "tensor %r: %s %s needs %d bytes, offsets give %d" % (tensor, dtype, shape, count * DTYPE_BYTES[dtype],
-                                                                             end - begin)
-        largest = max(largest, end)
-    if largest != buffer_size:
-        return "data buffer is %d bytes but the tensors cover %d (%s)" % (
-            buffer_size, largest, "truncated" if largest > buffer_size else "trailing bytes")
+            _safetensors.read(handle, size)
+        except _safetensors.SafetensorsError as exc:
+            return str(exc)
     return None
 
 
-def index_problems(root, files):
-    """Shards named by model.safetensors.index.json that are not among ``files``."""
-    problems = []
-    for rel in files:
-        if not rel.endswith(".safetensors.index.json"):
-            continue
+# model-00001-of-00004.safetensors: the names transformers and huggingface_hub give the shards of one index
+SHARD_RE = re.compile(r"^(?P<prefix>.+)-(?P<k>\d+)-of-(?P<n>\d+)\.safetensors$")
+# per index: tensor disagreements listed before "and N more" (a wrong index can disagree on every tensor)
+MAX_TENSOR_PROBLEMS = 20
+
+
+def read_index(handle, rel):
+    """The ``weight_map`` of an open ``*.safetensors.index.json``: {tensor: shard file name}.
+
+    :raises ModelError: not UTF-8 JSON, not an object, a key twice, no ``weight_map`` object of str -> str, or a shard
+        name that is not a relative path inside the model.
+    """
+    def pairs(items):
+        seen = {}
+        for key, value in items:
+            if key in seen:
+                raise ModelError("%s: key %r appears twice in one object (ambiguous index)" % (rel, key))
+            seen[key] = value
+        return seen
+    try:
+        data = json.loads(_fs.decode_source(handle.read(), rel, "safetensors index"), object_pairs_hook=pairs)
+    except _fs.NotUtf8 as exc:
+        raise ModelError(str(exc)) from None
+    except RecursionError:
+        raise ModelError("%s: JSON nested too deeply" % rel) from None
+    except ValueError as exc:
+        raise ModelError("%s: not JSON (%s)" % (rel, exc)) from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise ModelError("%s: needs a 'weight_map' object mapping tensor names to shard file names" % rel)
+    for shard in sorted(set(weight_map.values())):
         try:
-            with open(os.path.join(root, rel), encoding="utf-8") as handle:
-                weight_map = json.load(handle).get("weight_map", {})
-        except (OSError, ValueError, AttributeError) as exc:
-            problems.append({"file": rel, "reason": "index unreadable: %s" % exc})
-            continue
+            _tree.check_rel(shard)
+        except _tree.TreeError:
+            raise ModelError("%s: weight_map names the shard %r, which is not a file name inside the model" % (
+                rel, shard)) from None
+    return weight_map
+
+
+def index_problems(root, files, headers, indexes):
+    """Where ``model.safetensors.index.json`` and its shards disagree.
+
+    :param files: the checkpoint's relative paths. :param headers: {shard rel: ``_safetensors.read`` result} of the
+        shards that were read whole. :param indexes: {index rel: weight_map} (:func:`read_index`).
+    :returns: ``[{"file", "reason"}]``: a shard named but missing; a tensor the index puts in a shard that does not
+        hold it; a tensor a shard holds that the index does not list or puts in another shard (a tensor in two
+        shards); a file of the index's shard series (``<prefix>-NNNNN-of-NNNNN.safetensors``) the index does not name.
+        Other ``*.safetensors`` beside an index (``consolidated.safetensors``) are not judged: loaders ignore them.
+    """
+    problems = []
+    for rel in sorted(indexes):
+        weight_map = indexes[rel]
         base = os.path.dirname(rel)
-        for shard in sorted(set(weight_map.values())):
-            shard_rel = os.path.join(base, shard).replace(os.sep, "/") if base else shard
+
+        def full(shard):
+            return "%s/%s" % (base, shard) if base else shard
+        by_shard = {}
+        for tensor, shard in weight_map.items():
+            by_shard.setdefault(full(shard), set()).add(tensor)
+        tensor_problems = []
+        for shard_rel in sorted(by_shard):
             if shard_rel not in files:
                 problems.append({"file": shard_rel, "reason": "named by %s but missing" % rel})
+                continue
+            if shard_rel not in headers:
+                continue
+            held = headers[shard_rel]["tensors"]
+            for tensor in sorted(by_shard[shard_rel] - set(held)):
+                tensor_problems.append({"file": rel, "reason": "puts tensor %r in %s, which does not hold it" % (
+                    tensor, shard_rel)})
+            for tensor in sorted(set(held) - by_shard[shard_rel]):
+                other = weight_map.get(tensor)
+                tensor_problems.append({"file": shard_rel, "reason": (
+                    "holds tensor %r, which %s puts in %s (a tensor in two shards)" % (tensor, rel, full(other))
+                    if other is not None else "holds tensor %r, which %s does not list" % (tensor, rel))})
+        if len(tensor_problems) > MAX_TENSOR_PROBLEMS:
+            extra = len(tensor_problems) - MAX_TENSOR_PROBLEMS
+            tensor_problems = tensor_problems[:MAX_TENSOR_PROBLEMS] + [
+                {"file": rel, "reason": "and %d more tensors where the index and its shards disagree" % extra}]
+        problems.extend(tensor_problems)
+        series = set()
+        for shard_rel in by_shard:
+            match = SHARD_RE.match(os.path.basename(shard_rel))
+            if match:
+                series.add((os.path.dirname(shard_rel), match.group("prefix"), match.group("n")))
+        for other in sorted(files):
+            match = SHARD_RE.match(os.path.basename(other))
+            if (match and other not in by_shard
+                    and (os.path.dirname(other), match.group("prefix"), match.group("n")) in series):
+                problems.append({"file": other, "reason": "is a shard of the series %s-*-of-%s.safetensors but %s "
+                                                          "does not name it" % (match.group("prefix"),
+                                                                                match.group("n"), rel)})
     return problems
 
 
@@ -290,42 +365,83 @@ def load_stamp(path):
         return None
 
 
+def _read_entry(entry, model_root, want_size=None, stamp_entry=None, progress=None):
+    """Open one checkpoint file once and take everything from that descriptor: ``{"size", "mtime", "header",
+    "weight_map", "sha256", "git_sha1"}`` (safetensors header for ``*.safetensors``, weight_map for an index).
+
+    ``want_size``: stop after fstat when the size differs (nothing read). ``stamp_entry``: ``[size, mtime_ns]`` from
+    the stamp; when fstat matches it the structure is still checked but the file is not hashed (``sha256`` None).
+    :raises ModelError: with the reason (link rule, structure, the file changing while read).
+    """
+    try:
+        handle, st = _tree.open_entry(entry, model_root)
+    except _tree.TreeError as exc:
+        raise ModelError(exc.reason) from None
+    with handle:
+        out = {"size": st.st_size, "mtime": st.st_mtime_ns, "header": None, "weight_map": None, "sha256": None,
+               "git_sha1": None}
+        if want_size is not None and st.st_size != want_size:
+            return out
+        if entry.rel.endswith(".safetensors"):
+            try:
+                out["header"] = _safetensors.read(handle, st.st_size)
+            except _safetensors.SafetensorsError as exc:
+                raise ModelError(str(exc)) from None
+        elif entry.rel.endswith(".safetensors.index.json"):
+            out["weight_map"] = read_index(handle, entry.rel)
+        if stamp_entry is not None and list(stamp_entry) == [st.st_size, st.st_mtime_ns]:
+            return out
+        out["sha256"], out["git_sha1"] = hash_handle(handle, st.st_size, progress)
+    return out
+
+
 def verify_dir(root, manifest, stamp=None, strict=True, progress=None):
     """Check every file of ``manifest`` in ``root``.
 
     Returns ``{"ok", "errors": [{"file", "reason"}], "hashed": [rel], "trusted": [rel], "bytes_hashed",
-    "total_bytes", "digest", "stamp", "computed": {rel: {"sha256", "git_sha1"}}}``. A file is trusted (not hashed)
-    when ``stamp`` is for the same manifest digest and records the same (size, mtime_ns). Safetensors files are
-    always checked structurally (header only). ``strict``: files in ``root`` not in the manifest are errors.
+    "total_bytes", "digest", "stamp", "computed": {rel: {"sha256", "git_sha1"}}}``. Files are read under the link
+    rule (``_checkpoint_tree``: links resolve inside the model root; size, header and hash of one descriptor). A file
+    is trusted (not hashed) when ``stamp`` is for the same manifest digest and records the same (size, mtime_ns).
+    Safetensors files are always checked structurally (header only) and against ``*.safetensors.index.json``.
+    ``strict``: files in ``root`` not in the manifest are errors.
     """
     digest = manifest_digest(manifest)
-    present = list_files(root)
+    entries, errors = scan(root)
+    _real_dir, model_root = _tree.model_root(root)
+    refused = set(e["file"] for e in errors)
     usable = stamp and stamp.get("manifest_digest") == digest and stamp.get("path") in (None, root)
-    stamp_files = stamp["files"] if usable else {}
-    errors, hashed, trusted, computed = [], [], [], {}
+    stamp_files = stamp["files"] if usable and isinstance(stamp.get("files"), dict) else {}
+    hashed, trusted, computed, present, headers, indexes = [], [], {}, {}, {}, {}
     bytes_hashed = 0
     total = 0
     for rel in sorted(manifest["files"]):
         want = manifest["files"][rel]
         total += want["size"]
-        if rel not in present:
+        if rel in refused:
+            continue
+        if rel not in entries:
             errors.append({"file": rel, "reason": "missing"})
             continue
-        size, mtime = present[rel]
+        try:
+            read = _read_entry(entries[rel], model_root, want_size=want["size"], stamp_entry=stamp_files.get(rel),
+                               progress=progress)
+        except ModelError as exc:
+            errors.append({"file": rel, "reason": str(exc)})
+            continue
+        size = read["size"]
+        present[rel] = (size, read["mtime"])
         if size != want["size"]:
             errors.append({"file": rel, "reason": "size %d, manifest says %d%s" % (
                 size, want["size"], " (truncated)" if size < want["size"] else "")})
             continue
-        path = os.path.join(root, rel)
-        if rel.endswith(".safetensors"):
-            problem = safetensors_problem(path, size)
-            if problem:
-                errors.append({"file": rel, "reason": problem})
-                continue
-        if list(stamp_files.get(rel, [])) == [size, mtime]:
+        if read["header"] is not None:
+            headers[rel] = read["header"]
+        if read["weight_map"] is not None:
+            indexes[rel] = read["weight_map"]
+        if read["sha256"] is None:
             trusted.append(rel)
             continue
-        sha, git = hash_file(path, progress)
+        sha, git = read["sha256"], read["git_sha1"]
         bytes_hashed += size
         hashed.append(rel)
         computed[rel] = {"sha256": sha, "git_sha1": git}
@@ -334,9 +450,12 @@ def verify_dir(root, manifest, stamp=None, strict=True, progress=None):
         elif not want.get("sha256") and want.get("git_sha1") and git != want["git_sha1"]:
             errors.append({"file": rel, "reason": "git blob id %s, the repository says %s" % (git, want["git_sha1"])})
     if strict:
-        for rel in sorted(set(present) - set(manifest["files"])):
+        for rel in sorted(set(entries) - set(manifest["files"])):
             errors.append({"file": rel, "reason": "not in the manifest"})
-    errors.extend(e for e in index_problems(root, manifest["files"]) if e["file"] not in manifest["files"])
+    listed = set(manifest["files"])
+    for problem in index_problems(root, listed, headers, indexes):
+        if not (problem["reason"].startswith("named by ") and problem["file"] in listed):   # reported as missing
+            errors.append(problem)
     new_stamp = None
     if not errors:
         new_stamp = {"format": 1, "path": root, "manifest_digest": digest,
@@ -346,18 +465,28 @@ def verify_dir(root, manifest, stamp=None, strict=True, progress=None):
 
 
 def manifest_from_dir(root, name, revision, source, progress=None):
-    """Hash every file below root (sha256 + git blob id) and return a manifest; structural errors raise."""
-    files = {}
-    for rel, (size, _mtime) in sorted(list_files(root).items()):
-        path = os.path.join(root, rel)
-        if rel.endswith(".safetensors"):
-            problem = safetensors_problem(path, size)
-            if problem:
-                raise ModelError("%s: %s" % (os.path.join(root, rel), problem))
-        sha, _git = hash_file(path, progress)
-        files[rel] = {"size": size, "sha256": sha}
+    """Hash every file below root (sha256 + git blob id) and return a manifest; a file the link rule refuses, a
+    structural error or an index that disagrees with its shards raises ModelError naming the file."""
+    entries, problems = scan(root)
+    if problems:
+        raise ModelError(format_errors(root, problems))
+    _real_dir, model_root = _tree.model_root(root)
+    files, headers, indexes = {}, {}, {}
+    for rel, entry in entries.items():
+        try:
+            read = _read_entry(entry, model_root, progress=progress)
+        except ModelError as exc:
+            raise ModelError("%s: %s" % (os.path.join(root, rel), exc)) from None
+        if read["header"] is not None:
+            headers[rel] = read["header"]
+        if read["weight_map"] is not None:
+            indexes[rel] = read["weight_map"]
+        files[rel] = {"size": read["size"], "sha256": read["sha256"]}
     if not files:
         raise ModelError("%s holds no files" % root)
+    problems = index_problems(root, set(files), headers, indexes)
+    if problems:
+        raise ModelError(format_errors(root, problems))
     return new_manifest(name, revision, source, files)
 
 
@@ -381,14 +510,38 @@ def make_readable(root):
 
     The service user reads the checkpoint, but a download or copy under a hardened umask (027 or 077, CIS benchmarks)
     leaves it readable by root only. Weights are no secret on the host: the Hub token never reaches these files.
+    The mode is changed through a descriptor opened without following links (``fchmod``), so a name swapped for a
+    link to /etc/shadow between the check and the change is not touched.
     """
     for dirpath, _dirnames, filenames in os.walk(root):
-        os.chmod(dirpath, stat.S_IMODE(os.lstat(dirpath).st_mode) | 0o755)
+        _add_mode(dirpath, 0o755, directory=True)
         for name in filenames:
-            path = os.path.join(dirpath, name)
-            mode = os.lstat(path).st_mode
-            if stat.S_ISREG(mode):
-                os.chmod(path, stat.S_IMODE(mode) | 0o444)
+            _add_mode(os.path.join(dirpath, name), 0o444, directory=False)
+
+
+def _add_mode(path, bits, directory):
+    try:
+        before = os.lstat(path)
+    except OSError:
+        return
+    if not (stat.S_ISDIR(before.st_mode) if directory else stat.S_ISREG(before.st_mode)):
+        return
+    flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | (getattr(os, "O_DIRECTORY", 0) if directory else 0))
+    try:
+        fd = os.open(path, flags)
+    except PermissionError:
+        # not root and a file we may not read: chmod can only reach our own files then
+        os.chmod(path, stat.S_IMODE(before.st_mode) | bits)
+        return
+    except OSError:
+        return
+    try:
+        now = os.fstat(fd)
+        if (now.st_dev, now.st_ino) == (before.st_dev, before.st_ino):
+            os.fchmod(fd, stat.S_IMODE(now.st_mode) | bits)
+    finally:
+        os.close(fd)
 
 
 def promote(staging, target):
@@ -397,7 +550,9 @@ def promote(staging, target):
     if os.path.exists(target):
         raise ModelError("%s already exists; refusing to replace it (remove it or verify it in place)" % target)
     cache = os.path.join(staging, HF_LOCAL_CACHE)
-    if os.path.isdir(cache):
+    if os.path.islink(cache):
+        os.unlink(cache)
+    elif os.path.isdir(cache):
         shutil.rmtree(cache)
     make_readable(staging)
     os.rename(staging, target)
@@ -540,20 +695,78 @@ def import_hub():
     return huggingface_hub
 
 
-def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None, ignore=None, repo_type="model"):
+# Where a failed Hub request says its endpoint, token and timeout come from (the role's names, then the option's).
+HUB_ENDPOINT_VAR = ("sglang_model_hf_endpoint (module option endpoint; empty means HF_ENDPOINT, else "
+                    "https://huggingface.co)")
+HUB_TOKEN_VAR = "sglang_model_hf_token"
+HUB_TIMEOUT_VAR = "sglang_model_hf_request_timeout (module option request_timeout)"
+DEFAULT_REQUEST_TIMEOUT = 60.0
+
+
+def bound_hub_requests(hub, timeout):
+    """Give every request of huggingface_hub's shared httpx client ``timeout`` seconds to connect, and then between
+    bytes (it has none for some calls: ``list_repo_tree`` waits for ever on a server that accepts and never
+    answers). Done with a request hook (httpx reads a request's timeout from ``request.extensions``)."""
+    if not timeout:
+        return
+    limits = {"connect": float(timeout), "read": float(timeout), "write": float(timeout), "pool": float(timeout)}
+
+    def bound(request):
+        request.extensions["timeout"] = dict(limits)
+
+    session = hub.get_session()
+    hooks = session.event_hooks
+    if not any(getattr(h, "__name__", "") == "bound" for h in hooks.get("request", [])):
+        hooks["request"] = list(hooks.get("request", [])) + [bound]
+        session.event_hooks = hooks
+
+
+def hub_endpoint(hub, endpoint):
+    """The endpoint huggingface_hub talks to: ``endpoint``, else its own default (``HF_ENDPOINT`` or the Hub)."""
+    return (endpoint or getattr(hub.constants, "ENDPOINT", "") or "https://huggingface.co").rstrip("/")
+
+
+def _hub_network_error(action, base, exc, token, timeout, extra=None):
+    """A :class:`ModelError` in the shape of :mod:`_net` for a failed Hub request (``exc``)."""
+    url = _net.failed_url(exc, base)
+    note = extra or ""
+    if _net.host_port(url)[0] != _net.host_port(base)[0]:
+        note = ("%s was where %s redirected the download (the Hub's file CDN or Xet storage): a proxy or firewall "
+                "must let this host reach it. %s" % (_net.host_port(url)[0], _net.show_url(base), note)).strip()
+    text, _kind, _status = _net.message(action, base, exc=exc, variable=HUB_ENDPOINT_VAR, credential=HUB_TOKEN_VAR,
+                                        timeout=timeout, timeout_var=HUB_TIMEOUT_VAR, secrets=[token] if token else None,
+                                        extra=note or None)
+    return ModelError(text)
+
+
+def _is_network(exc):
+    kind, _detail = _net.describe(exc)
+    return kind != "error"
+
+
+def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None, ignore=None, repo_type="model",
+                 request_timeout=DEFAULT_REQUEST_TIMEOUT):
     """Resolve ``revision`` to a commit and build the manifest from the repository's tree metadata.
 
-    Calls ``HfApi.repo_info`` (only for a branch/tag) and ``HfApi.list_repo_tree(recursive=True)``. Raises
-    ModelError for a missing repository/revision or an empty selection.
+    Calls ``HfApi.repo_info`` (only for a branch/tag) and ``HfApi.list_repo_tree(recursive=True)``, each request
+    bounded by ``request_timeout`` seconds. Raises ModelError for a missing repository/revision, an empty
+    selection, or a failed request (naming the endpoint, what failed and the variable to check, :mod:`_net`).
+    Nothing is written.
     """
     hub = import_hub()
-    from huggingface_hub.errors import (HfHubHTTPError, RepositoryNotFoundError,  # pylint: disable=import-outside-toplevel
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import (GatedRepoError, HfHubHTTPError,  # pylint: disable=import-outside-toplevel
+                                        RepositoryNotFoundError, RevisionNotFoundError)
+    bound_hub_requests(hub, request_timeout)
+    base = hub_endpoint(hub, endpoint)
+    shown = _net.show_url(base)
     api = hub.HfApi(endpoint=endpoint or None, token=token or False)
+    action = "Hub file listing of %s@%s" % (repo_id, revision)
     try:
         commit = revision
         if not COMMIT_RE.match(revision):
+            action = "Hub revision lookup of %s@%s" % (repo_id, revision)
             commit = api.repo_info(repo_id, revision=revision, repo_type=repo_type).sha
+            action = "Hub file listing of %s@%s" % (repo_id, commit)
         files = {}
         for entry in api.list_repo_tree(repo_id, revision=commit, recursive=True, repo_type=repo_type):
             if not isinstance(entry, hub.hf_api.RepoFile) or not matches(entry.path, allow, ignore):
@@ -564,12 +777,29 @@ def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None,
                 files[entry.path] = {"size": int(entry.size), "git_sha1": entry.blob_id}
     except RevisionNotFoundError as exc:
         raise ModelError("revision %s of %s does not exist on %s (sglang_model_revision): %s" % (
-            revision, repo_id, endpoint or "the Hub", first_line(exc))) from exc
+            revision, repo_id, shown, first_line(exc))) from exc
+    except GatedRepoError as exc:
+        raise ModelError("repository %s on %s is gated: accept its terms on the Hub with the account whose token is "
+                         "sglang_model_hf_token, or use a token that has access: %s" % (
+                             repo_id, shown, first_line(exc))) from exc
     except RepositoryNotFoundError as exc:
         raise ModelError("repository %s not found on %s, or the token cannot read it (sglang_model_repo_id, "
-                         "sglang_model_hf_token): %s" % (repo_id, endpoint or "the Hub", first_line(exc))) from exc
+                         "sglang_model_hf_token): %s" % (repo_id, shown, first_line(exc))) from exc
     except HfHubHTTPError as exc:
-        raise ModelError("the Hub refused the file listing of %s@%s: %s" % (repo_id, revision, first_line(exc))) from exc
+        raise _hub_network_error(action, base, exc, token, request_timeout,
+                                 "Nothing was downloaded or written.") from exc
+    except (ValueError, AttributeError, TypeError, KeyError) as exc:
+        if _is_network(exc):
+            raise _hub_network_error(action, base, exc, token, request_timeout,
+                                     "Nothing was downloaded or written.") from exc
+        # an answer that is not the Hub's JSON: a proxy's or captive portal's page, or not a Hub at all
+        raise ModelError("%s: %s answered something that is not the Hub's API (%s: %s). The endpoint is set by %s. "
+                         "Check: the endpoint is a Hugging Face Hub (or a mirror of its API) and no proxy answers in "
+                         "its place. Nothing was downloaded or written." % (
+                             action, shown, type(exc).__name__, first_line(exc), HUB_ENDPOINT_VAR)) from exc
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx transport errors: a message, no traceback
+        raise _hub_network_error(action, base, exc, token, request_timeout,
+                                 "Nothing was downloaded or written.") from exc
     if not files:
         raise ModelError("%s@%s has no files matching sglang_model_allow_patterns %s / ignore_patterns %s" % (
             repo_id, commit, allow, ignore))
@@ -577,19 +807,30 @@ def hub_manifest(repo_id, revision, name, token=None, endpoint=None, allow=None,
 
 
 def hub_download(repo_id, commit, staging, token=None, endpoint=None, allow=None, ignore=None, max_workers=8,
-                 repo_type="model"):
-    """``snapshot_download`` into ``staging`` (local_dir mode: resumable ``.incomplete`` files)."""
+                 repo_type="model", request_timeout=DEFAULT_REQUEST_TIMEOUT, target=None):
+    """``snapshot_download`` into ``staging`` (local_dir mode: resumable ``.incomplete`` files), each request
+    bounded by ``request_timeout`` seconds.
+
+    :raises ModelError: the download failed; the message names the request that failed (the Hub, or the CDN host
+        it redirected to), what failed and what to check, and says that ``staging`` keeps the partial download
+        (a rerun resumes) and that nothing was promoted to ``target``.
+    """
     hub = import_hub()
-    from huggingface_hub.errors import HfHubHTTPError  # pylint: disable=import-outside-toplevel
+    bound_hub_requests(hub, request_timeout)
+    base = hub_endpoint(hub, endpoint)
+    kept = ("Nothing was promoted%s; the files fetched so far stay in %s: a rerun resumes from them."
+            % (" to %s" % target if target else "", staging))
     try:
         hub.snapshot_download(repo_id, revision=commit, repo_type=repo_type, local_dir=staging, token=token or False,
                               endpoint=endpoint or None, allow_patterns=allow or None, ignore_patterns=ignore or None,
                               max_workers=max_workers)
-    except (HfHubHTTPError, OSError) as exc:
-        raise ModelError("download of %s@%s failed: %s (rerun resumes)" % (repo_id, commit, first_line(exc))) from exc
-    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx transport errors: a message, no traceback
-        raise ModelError("download of %s@%s failed: %s: %s (rerun resumes)" % (
-            repo_id, commit, type(exc).__name__, first_line(exc))) from exc
+    except Exception as exc:  # pylint: disable=broad-exception-caught  # httpx/hub errors: a message, no traceback
+        if _is_network(exc):
+            raise _hub_network_error("download of %s@%s" % (repo_id, commit), base, exc, token, request_timeout,
+                                     kept) from exc
+        raise ModelError(_inputs.mask("download of %s@%s from %s failed: %s: %s. %s" % (
+            repo_id, commit, _net.show_url(base), type(exc).__name__, first_line(exc), kept),
+            [token] if token else None)) from exc
 
 
 def manifest_disagreements(stored, reference):
@@ -632,7 +873,11 @@ def remove_bad(staging, errors):
     removed = []
     for err in errors:
         path = os.path.join(staging, err["file"])
-        if os.path.isfile(path) and err["reason"] != "not in the manifest":
+        try:
+            regular = stat.S_ISREG(os.lstat(path).st_mode)
+        except OSError:
+            regular = False
+        if regular and err["reason"] != "not in the manifest":
             os.unlink(path)
             removed.append(path)
             meta = os.path.join(staging, HF_LOCAL_CACHE, "huggingface", "download", err["file"] + ".metadata")

@@ -976,6 +976,40 @@ def check_nccl_version(tool, cfg):
                  "sets the floor")
 
 
+def check_nccl_wheels(tool, cfg):
+    """C02: one NCCL wheel, and the NCCL torch loads is that wheel's (``torch.cuda.nccl.version()`` major.minor).
+
+    ``nvidia-nccl-cu12`` and ``nvidia-nccl-cu13`` both install ``nvidia/nccl/lib/libnccl.so.2``: the last one
+    installed owns the file, so a cu12 dependency (or a cu128 torch the resolver brought in) silently replaces the
+    cu13 library, an NCCL upgrade changes nothing, and torch fails with ``undefined symbol: nccl...``.
+    """
+    name = "nccl_wheels"
+    torch = tool.get("torch") or {}
+    wheels = torch.get("nccl_wheels")
+    if wheels is None:
+        return check(name, SKIP, "NCCL wheels unknown (no venv probed yet)")
+    listing = ", ".join("%s %s" % (d, wheels[d]) for d in sorted(wheels)) or "none"
+    if len(wheels) > 1:
+        return check(name, FAIL, "duplicate_nccl_wheels: %s all install nvidia/nccl/lib/libnccl.so.2; the last one "
+                     "installed owns the file, so torch may load another NCCL than the one pinned (undefined symbol: "
+                     "nccl..., or an upgrade that changes nothing)" % listing,
+                     "uninstall every nvidia-nccl-cu1* wheel and reinstall only nvidia-nccl-cu13 at the version torch "
+                     "requires; find what pulled the other one in (pip show -r / pip install --dry-run) and pin it out")
+    runtime = torch.get("nccl")
+    if not wheels:
+        return check(name, PASS if runtime else SKIP, "no nvidia-nccl-cu1* wheel; torch's NCCL: %s" % (
+            runtime or "unknown"))
+    (dist, version), = wheels.items()
+    have, want = [tuple(int(x) for x in re.findall(r"\d+", str(v or ""))[:2]) for v in (runtime, version)]
+    if len(have) == 2 and len(want) == 2 and have != want:
+        return check(name, FAIL, "nccl_runtime_mismatch: torch.cuda.nccl.version() is %s but %s %s is installed: "
+                     "another libnccl.so.2 is loaded (a system one on the loader path, or a wheel that overwrote the "
+                     "file)" % (runtime, dist, version),
+                     "reinstall %s (pip install --force-reinstall --no-deps) and remove other libnccl.so.2 from "
+                     "LD_LIBRARY_PATH / ld.so.conf for the service" % dist)
+    return check(name, PASS, "%s; torch's NCCL: %s" % (listing, runtime or "unknown (torch not importable)"))
+
+
 def evaluate(gpu, tool, host, config):
     """Run every check.
 
@@ -1021,6 +1055,7 @@ def evaluate(gpu, tool, host, config):
         check_triton_install(tool, cfg),
         check_gb10_memory(gpu, host, cfg, args),
         check_nccl_version(tool, cfg),
+        check_nccl_wheels(tool, cfg),
     ]
     return {
         "checks": checks,

@@ -17,6 +17,9 @@ Rules and where they come from (``shared/domain/field-reports.md``):
 * A unit that is ``failed``/``inactive`` (or restarting after a crash) stops the wait at once; the journal is
   classified (:mod:`_journal`) so the caller can print the cause and the last lines.
 * B28: a stall right after NCCL reported ``Init COMPLETE`` with TP > 1 is the PCIe P2P hang (``nccl_p2p_hang``).
+* A health URL whose host name does not resolve, or whose TLS handshake fails, :data:`PERMANENT_AFTER` times in a
+  row ends the wait as ``unreachable`` (cause ``health_url_unreachable``): waiting does not fix the URL. A refused
+  connection or a timeout is what a starting server gives, and is waited out.
 
 All times are seconds.
 """
@@ -28,6 +31,10 @@ import re
 from ansible_collections.blackwell.sglang.plugins.module_utils import _journal
 
 MIN_REQUEST_TIMEOUT = 5.0
+# Request failures that a starting server does not cure (the name does not resolve, TLS fails): after this many
+# in a row the wait ends as ``unreachable`` instead of running into the stall timeout.
+PERMANENT_FAILURES = ("dns", "tls")
+PERMANENT_AFTER = 3
 
 # Start-up phase lines of SGLang (0.5.x) that show the server is still making progress after the shards.
 PHASE_PATTERNS = [
@@ -93,7 +100,8 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
                classify_context=None):
     """Wait until the server answers ``successes`` consecutive health checks, or fail with a classified cause.
 
-    :param http_get: ``f(timeout) -> (status_or_None, error_text)``; status None means no HTTP answer.
+    :param http_get: ``f(timeout) -> (status_or_None, error_text)``; status None means no HTTP answer, and then
+        the error text starts with the failure's kind (``refused: ...``, ``dns: ...``, :mod:`_net`).
     :param read_journal: ``f() -> list[str]``: journal lines *new since the previous call* for this start.
     :param unit_state: ``f() -> (active_state, sub_state)`` from systemd (e.g. ``("active", "running")``).
     :param clock: ``f() -> float`` monotonic seconds.
@@ -104,7 +112,7 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
         :func:`_journal.classify` (N05/N06/N18 depend on them).
     :returns: dict ``ready`` (bool), ``elapsed``, ``polls``, ``consecutive_ok``, ``progress``
         (``{"done", "total"}`` of the shard bar or None), ``last_progress_at`` (elapsed s), ``phase`` (last phase
-        line), ``reason`` (``ready``, ``unit_failed``, ``stalled``, ``max_wait``), ``cause`` (the
+        line), ``reason`` (``ready``, ``unit_failed``, ``stalled``, ``max_wait``, ``unreachable``), ``cause`` (the
         :func:`_journal.classify` dict, or None when ready), ``last_lines`` (up to ``tail_lines`` journal lines).
     """
     validate_params(request_timeout, successes, interval, stall_timeout, max_wait)
@@ -125,6 +133,7 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
     polls = 0
     last_http = None
     answers = {}
+    permanent = 0
 
     def result(ready, reason, cause=None):
         now = clock()
@@ -174,6 +183,13 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
         last_http = status if status is not None else error
         label = str(status) if status is not None else (str(error or "no answer").split(":", 1)[0])
         answers[label] = answers.get(label, 0) + 1
+        permanent = permanent + 1 if status is None and label in PERMANENT_FAILURES else 0
+        if permanent >= PERMANENT_AFTER:
+            return result(False, "unreachable", {
+                "cause": "health_url_unreachable", "line": None, "matches": ["health_url_unreachable"],
+                "summary": "the health URL cannot be reached (%s), %d times in a row" % (error, permanent),
+                "remedy": "fix the URL (the service's host and port settings) or the host's DNS/TLS setup; the "
+                          "server itself may be running"})
         if status == 200:
             ok += 1
             # A longer run of 200s than ever before is progress; a /health flapping 200/503 is not, or the stall

@@ -575,7 +575,8 @@ def run_bounded(module, argv, timeout, environ_update=None):
     timeout_bin = module.get_bin_path("timeout")
     prefix = [timeout_bin, str(timeout)] if timeout_bin else []
     env = dict({"PYTHONWARNINGS": "ignore"}, **(environ_update or {}))
-    return module.run_command(prefix + list(argv), environ_update=env, cwd="/", check_rc=False)
+    # tool output (--help text, JSON, tracebacks): bytes that are not UTF-8 are replaced, never fatal
+    return module.run_command(prefix + list(argv), environ_update=env, cwd="/", check_rc=False, errors="replace")
 
 
 def run_introspection(module, python, script, arg, timeout):

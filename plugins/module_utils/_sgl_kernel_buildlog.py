@@ -3,9 +3,9 @@
 # Apache-2.0 (see LICENSE)
 """Classify why an sgl-kernel build (or the import of its wheel) failed, from the log text.
 
-Each rule is a field report of ``shared/domain/field-reports.md`` (B01-B05, B07) with the verdict name its fixture
-expects. The first rule that matches a line wins, in the order below (the most specific causes first); exit code
-137 / -9 without a matching line is B05 as well. Pure Python.
+Each rule is a field report of ``shared/domain/field-reports.md`` (B01-B05, B07; C02 of the third set) with the
+verdict name its fixture expects. The first rule that matches a line wins, in the order below (the most specific
+causes first); exit code 137 / -9 without a matching line is B05 as well. Pure Python.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ RULES = (
                 r"virtual memory exhausted|out of memory allocating|std::bad_alloc"),
      "a compiler process was killed for lack of memory",
      "lower sgl_kernel_sm120_max_jobs / raise sgl_kernel_sm120_gib_per_job (fewer parallel nvcc jobs)"),
+    ("nccl_library_mismatch", "C02", re.compile(r"undefined symbol: nccl\w+"),
+     "a library expects an NCCL symbol the loaded libnccl.so.2 lacks: two nvidia-nccl-cu1* wheels (or a system "
+     "libnccl.so.2) share the file and the older one won; rebuilding sgl-kernel does not help",
+     "fix the NCCL wheels: uninstall every nvidia-nccl-cu1* wheel and reinstall only nvidia-nccl-cu13 at the "
+     "version torch requires (the preflight check nccl_wheels lists them)"),
     ("sgl_kernel_abi_mismatch", "B07", re.compile(r"undefined symbol: \S+"),
      "the extension was built against a different torch (C10 ABI) than the one installed",
      "rebuild sgl-kernel from source with --no-build-isolation against the installed torch"),

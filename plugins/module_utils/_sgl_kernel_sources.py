@@ -28,11 +28,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import re
 import tarfile
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 from ansible_collections.blackwell.sglang.plugins.module_utils._sgl_kernel_cmake import scan
 from ansible_collections.blackwell.sglang.plugins.module_utils._sgl_kernel_tree import LayoutError, find_kernel_dir
 
@@ -150,9 +150,11 @@ def _parse_declare(cmd, variables, rel, root_name=None):
 
 
 def _read(path, rel):
+    """A CMake file of the tree: refused (file and byte offset) when it is not UTF-8, never read with replacement."""
     try:
-        with open(path, "rb") as f:
-            return f.read().decode("utf-8", "replace")
+        return _fs.read_source(path, "CMake file")
+    except _fs.NotUtf8 as e:
+        raise SourcesError(str(e))
     except (IOError, OSError) as e:
         raise SourcesError("%s: cannot read: %s" % (rel, e))
 
@@ -292,11 +294,12 @@ class Cache(object):
         manifest = os.path.join(self.path, "manifest.json")
         if os.path.isfile(manifest):
             try:
-                with open(manifest) as f:
-                    data = json.load(f)
+                data = _fs.load_json(manifest, "source bundle manifest")
                 for t in data.get("tarballs", []):
                     for fc in t.get("fetchcontent") or []:
                         self.bundle.setdefault(fc["name"], t)
+            except _fs.NotUtf8 as e:
+                raise SourcesError(str(e))
             except (ValueError, KeyError, TypeError, AttributeError) as e:
                 raise SourcesError("%s: not a source bundle manifest (tarballs[].fetchcontent[].name): %s" % (manifest, e))
         self._unpacked = {}
@@ -310,10 +313,11 @@ class Cache(object):
             meta = os.path.join(d, SOURCE_INFO)
             if os.path.isfile(meta):
                 try:
-                    with open(meta) as f:
-                        m = json.load(f)
+                    m = _fs.load_json(meta, "source record")
                     info["commit"] = m.get("commit") or (m.get("ref") if _HEX40.match(m.get("ref") or "") else None)
                     info["tag"] = m.get("tag") or (None if _HEX40.match(m.get("ref") or "") else m.get("ref"))
+                except _fs.NotUtf8 as e:
+                    raise SourcesError(str(e))
                 except (ValueError, AttributeError) as e:
                     raise SourcesError("%s: unreadable: %s" % (meta, e))
             return info

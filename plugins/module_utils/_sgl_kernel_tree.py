@@ -53,6 +53,7 @@ import shutil
 import tempfile
 import time
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _fs
 from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_cmake as cm
 
 PATCHES = ("cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn", "skip_fa3_build",
@@ -140,7 +141,8 @@ class SourceFile(object):
         with open(path, "rb") as fh:
             raw = fh.read()
         self.raw = raw
-        text = raw.decode("utf-8")
+        # a source to patch: bytes that are not UTF-8 are refused (file and offset), never replaced
+        text = _fs.decode_source(raw, path, "source file to patch")
         self.newline = "\r\n" if "\r\n" in text else "\n"
         self.original = text.replace("\r\n", "\n")
         self.text = self.original
@@ -374,8 +376,7 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
         option = "SGL_KERNEL_BUILD_%s" % re.sub(r"[^A-Z0-9]", "_", stem.upper())
         if any(option in _norm(cond) for cond in c.conditions):
             continue
-        with open(inc_path, "rb") as fh:
-            inc_cmds = cm.scan(fh.read().decode("utf-8", "replace"))
+        inc_cmds = cm.scan(_fs.read_source(inc_path, "CMake file"))
         codes = cm.gencodes_in([x.raw_args for x in inc_cmds if "-gencode" in x.raw_args])
         if not codes or any(code in target_archs for code in codes):
             continue
@@ -846,8 +847,7 @@ def plan(src, patches=DEFAULT_PATCHES, target_archs=("sm_120a",), cuda_version="
     if os.path.isdir(cmake_dir):
         for name in sorted(os.listdir(cmake_dir)):
             if name.endswith(".cmake"):
-                with open(os.path.join(cmake_dir, name)) as fh:
-                    extra.append(fh.read())
+                extra.append(_fs.read_source(os.path.join(cmake_dir, name), "CMake file"))
     if before_cmake is not None:
         result["dependencies"] = dependency_report(before_cmake, extra)
         all_opt = None

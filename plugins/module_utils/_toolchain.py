@@ -36,6 +36,14 @@ _CMAKE_RE = re.compile(r"cmake version (\d+)\.(\d+)(?:\.(\d+))?")
 TORCH_PROBE = (
     "import json, sys\n"
     "out = {'python': sys.version.split()[0]}\n"
+    # C02: every nvidia-nccl-cu1* wheel (they all ship nvidia/nccl/lib/libnccl.so.2), read before importing torch,
+    # which is what fails ('undefined symbol: nccl...') when the wrong one won
+    "try:\n"
+    "    import importlib.metadata as _md\n"
+    "    out['nccl_wheels'] = dict((d.metadata['Name'].lower(), d.version) for d in _md.distributions()\n"
+    "                              if (d.metadata['Name'] or '').lower().startswith('nvidia-nccl-cu'))\n"
+    "except Exception:\n"
+    "    out['nccl_wheels'] = None\n"
     "try:\n"
     "    import torch\n"
     "except Exception as exc:\n"
@@ -225,8 +233,9 @@ def collect_cmake(run, candidates, path_env):
 def collect_torch(run, python):
     """Run :data:`TORCH_PROBE` with ``python`` (the venv interpreter, absolute path).
 
-    :returns: dict ``{python, present, version, cuda, arch_list, error}``; ``present`` False when the interpreter is
-        missing (venv not created yet) or torch is not importable.
+    :returns: dict ``{python, present, version, cuda, arch_list, error, nccl, nccl_wheels, triton, ...}``;
+        ``present`` False when the interpreter is missing (venv not created yet) or torch is not importable;
+        ``nccl_wheels`` (``{distribution: version}`` of every ``nvidia-nccl-cu1*``) is there in both cases.
     """
     facts = {"python": python, "present": False, "version": None, "cuda": None, "arch_list": None, "error": None}
     if not python or not (os.path.isfile(python) and os.access(python, os.X_OK)):
@@ -237,6 +246,7 @@ def collect_torch(run, python):
     if rc != 0 or probe is None:
         facts["error"] = "torch probe failed (rc=%s): %s" % (rc, (err or out).strip()[-300:])
         return facts
+    facts["nccl_wheels"] = probe.get("nccl_wheels")
     if "error" in probe:
         facts["error"] = "torch not importable: %s" % probe["error"]
         return facts

@@ -111,9 +111,10 @@ def build_stamp(inputs_hex, state=None, files=None, result=None, digest="closure
 
 
 def load_stamp(path):
-    """The stamp at ``path`` as a dict, or None when it is missing, unreadable or not a stamp of this format."""
+    """The stamp at ``path`` as a dict, or None when it is missing, unreadable, not UTF-8 JSON or not a stamp of this
+    format (a stamp only saves work: one that cannot be read is never trusted, the step runs and writes it again)."""
     try:
-        with open(path) as handle:
+        with open(path, encoding="utf-8") as handle:
             stamp = json.load(handle)
     except (IOError, OSError, ValueError):
         return None
@@ -155,8 +156,8 @@ def write_stamp(path, stamp):
     """Write ``stamp`` to ``path`` atomically (0644, parent created 0755); returns True when the content changed."""
     text = json.dumps(stamp, sort_keys=True, indent=1) + "\n"
     try:
-        with open(path) as handle:
-            if handle.read() == text:
+        with open(path, "rb") as handle:            # bytes: an old stamp that is not UTF-8 is simply different
+            if handle.read() == text.encode("utf-8"):
                 return False
     except (IOError, OSError):
         pass
@@ -164,7 +165,7 @@ def write_stamp(path, stamp):
     if parent and not os.path.isdir(parent):
         os.makedirs(parent, 0o755)
     tmp = "%s.tmp.%d" % (path, os.getpid())
-    with open(tmp, "w") as handle:
+    with open(tmp, "w", encoding="utf-8") as handle:
         handle.write(text)
     os.chmod(tmp, 0o644)
     os.rename(tmp, path)

@@ -193,8 +193,9 @@ def main():
     journalctl = module.get_bin_path("journalctl") if module.params["kernel_log"] else None
 
     def kernel_log():
+        # a log: bytes that are not UTF-8 are replaced (the controller refuses a result that is not UTF-8)
         rc, out, _err = module.run_command([journalctl, "-k", "-b", "-o", "cat", "--no-pager", "-n", "5000"],
-                                           environ_update={"LC_ALL": "C"})
+                                           environ_update={"LC_ALL": "C"}, errors="replace")
         return out.splitlines() if rc == 0 else []
 
     try:

@@ -164,7 +164,7 @@ nvidia_smi:
 """
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.blackwell.sglang.plugins.module_utils._gpu_health import collect
+from ansible_collections.blackwell.sglang.plugins.module_utils._gpu_health import collect, parse_since
 
 
 def main():
@@ -190,6 +190,10 @@ def main():
     if params["nvidia_smi"] and not module.get_bin_path(nvidia_smi):
         nvidia_smi = None
     try:
+        parse_since(params["since"])
+    except ValueError as exc:
+        module.fail_json(msg="since: %s" % exc)
+    try:
         verdict, _smi = collect(
             nvidia_smi,
             kernel_log_source=params["kernel_log_source"],
@@ -201,8 +205,8 @@ def main():
             dmesg=module.get_bin_path("dmesg"),
             retired_pages_max=params["retired_pages_max"],
         )
-    except ValueError as exc:
-        module.fail_json(msg="since: %s" % exc)
+    except (OSError, ValueError) as exc:       # not `since` (checked above): say what failed, never blame it
+        module.fail_json(msg="gpu_health could not assess the host: %s: %s" % (type(exc).__name__, exc))
     module.exit_json(changed=False, **verdict)
 
 

@@ -224,8 +224,9 @@ def _truthy(value):
 def run_probe(module, python, argv, timeout):
     timeout_bin = module.get_bin_path("timeout")
     prefix = [timeout_bin, str(timeout)] if timeout_bin else []
+    # tool output (JSON, or a traceback on failure): bytes that are not UTF-8 are replaced, never fatal
     return module.run_command(prefix + [python] + argv, cwd="/", environ_update={"PYTHONWARNINGS": "ignore"},
-                              check_rc=False)
+                              check_rc=False, errors="replace")
 
 
 def check_hf_transfer(module, params, result):

@@ -16,8 +16,14 @@ description:
   - C(state=absent) removes the worker with O(worker_url) and waits until the gateway no longer lists it (smg first
     marks it C(draining) - no new requests - and waits its drain settle time). Not listed - nothing to do.
   - C(state=present) adds it and waits until the gateway reports it C(is_healthy) and C(ready). Already routable -
-    nothing to do. Not healthy within O(timeout) - with O(remove_on_failure) it is removed again (a worker that
-    cannot come back stays out of the gateway) and the task fails.
+    nothing to do. Not healthy within O(timeout) - the task fails; with O(remove_on_failure) the worker stays out of
+    the gateway (a worker that cannot come back is not routed to later by itself).
+  - smg 1.13.0 cannot cancel a registration it started (C(POST /workers) retries the worker's C(/health) every 30 s
+    for up to 30 min; C(DELETE) finds nothing while it is not listed). So with O(remove_on_failure) the worker is
+    posted only once its own C(/health) answers 200 from this host (run the task on the gateway host); a worker that
+    does not within O(timeout) is never posted. One that was posted and is not routable is removed; one whose
+    registration is still retrying (it turned unhealthy right after the probe) is watched for O(pending_timeout)
+    seconds and removed when it appears. Without O(remove_on_failure) the worker is posted at once and left to smg.
   - C(state=query) only reads the gateway's view of the worker.
   - The logic lives in C(plugins/module_utils/_gateway.py).
 author:
@@ -55,11 +61,25 @@ options:
     type: float
     default: 1.0
   remove_on_failure:
-    description: With C(state=present), remove the worker again when it does not become healthy in time.
+    description:
+      - With C(state=present), keep a worker that does not become healthy in time out of the gateway - post it only
+        once its C(/health) answers, remove it when it is listed but not healthy, and remove a registration that
+        completes within O(pending_timeout) after giving up.
     type: bool
     default: true
+  pending_timeout:
+    description:
+      - With C(state=present) and O(remove_on_failure), seconds to watch for a registration of the worker that was
+        posted but is not listed when O(timeout) ran out (smg retries it every C(--worker-startup-check-interval), 30 s
+        by default), removing it when it appears. The task fails either way; the message says whether smg may still
+        list the worker later.
+    type: float
+    default: 45
   request_timeout:
-    description: Seconds allowed for each HTTP call.
+    description:
+      - Seconds allowed for each HTTP call.
+      - A call that fails (refused, DNS, timeout, TLS, an HTTP error) fails the module with a message naming the
+        request (method, URL with credentials masked), what failed, the variable that sets the URL and what to check.
     type: int
     default: 10
 attributes:
@@ -112,12 +132,21 @@ def main():
             timeout=dict(type="int", default=300),
             poll=dict(type="float", default=1.0),
             remove_on_failure=dict(type="bool", default=True),
+            pending_timeout=dict(type="float", default=45.0),
             request_timeout=dict(type="int", default=10),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    client = _gateway.Client(p["gateway_url"], p["api_key"], timeout=p["request_timeout"])
+    for name, low in (("request_timeout", 1), ("timeout", 0)):
+        if p[name] < low:
+            module.fail_json(msg="%s must be >= %d seconds; got %s" % (name, low, p[name]))
+    if not p["poll"] > 0:
+        module.fail_json(msg="poll must be > 0 seconds; got %s" % p["poll"])
+    client = _gateway.Client(p["gateway_url"], p["api_key"], timeout=p["request_timeout"],
+                             source="gateway_url (the role builds it from sglang_gateway_host and sglang_gateway_port)",
+                             credential="api_key (sglang_gateway_api_key)",
+                             timeout_var="request_timeout (sglang_gateway_request_timeout)")
     try:
         entry = _gateway.find_worker(client.workers(), p["worker_url"])
         if p["state"] == "query" or module.check_mode:
@@ -129,7 +158,8 @@ def main():
             res = _gateway.remove_worker(client, p["worker_url"], timeout=p["timeout"], poll=p["poll"])
         else:
             res = _gateway.add_worker(client, p["worker_url"], timeout=p["timeout"], poll=p["poll"],
-                                      remove_on_failure=p["remove_on_failure"], worker_api_key=p["worker_api_key"])
+                                      remove_on_failure=p["remove_on_failure"], worker_api_key=p["worker_api_key"],
+                                      pending_timeout=p["pending_timeout"])
         entry = _gateway.find_worker(client.workers(), p["worker_url"])
     except _gateway.GatewayError as exc:
         module.fail_json(msg=str(exc), worker_id=None, waited_s=None, entry=None)

@@ -92,6 +92,17 @@ options:
     description: Validate, read the metadata and check the disk only; report RV(action) without downloading.
     type: bool
     default: false
+  request_timeout:
+    description:
+      - Seconds each Hub request may wait to connect, and then for the next bytes of its answer (it replaces
+        C(huggingface_hub)'s own limits, which are none for the file listing). Downloads through C(hf_xet) keep
+        that library's own limits.
+      - A request that fails (refused, DNS, timeout, TLS, an HTTP error) fails the module with a message naming
+        the request's URL (credentials and query masked), what failed and the variable to check. A failure while
+        reading the metadata writes nothing; one while downloading leaves the partial files in the staging
+        directory, from which a rerun resumes, and promotes nothing.
+    type: float
+    default: 60
 attributes:
   check_mode:
     support: full
@@ -178,8 +189,12 @@ def run(module, params):
     revision = _model.check_revision(params["revision"], params["allow_branch"])
     root = _model.check_under_roots(params["root"], params["allowed_roots"], "sglang_model_root")
     allow, ignore = params["allow_patterns"], params["ignore_patterns"]
+    if not params["request_timeout"] > 0:
+        raise _model.ModelError("sglang_model_hf_request_timeout (request_timeout) must be a number of seconds > 0; "
+                                "got %r" % params["request_timeout"])
     commit, manifest = _model.hub_manifest(params["repo_id"], revision, name, token=params["token"],
-                                           endpoint=params["endpoint"], allow=allow, ignore=ignore)
+                                           endpoint=params["endpoint"], allow=allow, ignore=ignore,
+                                           request_timeout=params["request_timeout"])
     target = _model.model_dir(root, name, commit)
     staging = _model.staging_dir(target)
     stamp_path = _model.state_file(params["state_dir"], name, commit, target, "stamp")
@@ -187,7 +202,10 @@ def run(module, params):
                total_bytes=sum(f["size"] for f in manifest["files"].values()), staged_bytes=0, bytes_hashed=0)
 
     if os.path.isdir(target):
-        stored = _model.load_manifest(os.path.join(target, _model.MANIFEST_NAME))
+        stored = _model.load_manifest_in(target)
+        if stored is None:
+            raise _model.ModelError("%s exists but holds no %s; it was not put there by this module: move it away "
+                                    "or verify it with sglang_model_verify" % (target, _model.MANIFEST_NAME))
         disagree = _model.manifest_disagreements(stored, manifest)
         if disagree:
             module.fail_json(msg="%s exists but its manifest does not match the Hub's metadata of %s@%s: %s" % (
@@ -217,7 +235,8 @@ def run(module, params):
     progress.start()
     try:
         _model.hub_download(params["repo_id"], commit, staging, token=params["token"], endpoint=params["endpoint"],
-                            allow=allow, ignore=ignore, max_workers=params["max_workers"])
+                            allow=allow, ignore=ignore, max_workers=params["max_workers"],
+                            request_timeout=params["request_timeout"], target=target)
         progress.phase = "verify"
 
         def advance(n):
@@ -276,6 +295,7 @@ def main():
             state_dir=dict(type="path", default="/var/lib/blackwell-sglang/model"),
             progress_file=dict(type="path", default=""),
             plan_only=dict(type="bool", default=False),
+            request_timeout=dict(type="float", default=60.0),
         ),
         supports_check_mode=True,
     )

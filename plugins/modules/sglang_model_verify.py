@@ -193,9 +193,10 @@ def find_manifest(params, where, name, revision, final):
         return _model.check_manifest(params["manifest"], "the manifest argument"), "argument"
     if params["manifest_file"]:
         return _model.load_manifest(params["manifest_file"]), "manifest_file"
-    in_dir = os.path.join(where, _model.MANIFEST_NAME)
-    if os.path.isfile(in_dir):
-        return _model.load_manifest(in_dir), "in_dir"
+    if os.path.lexists(os.path.join(where, _model.MANIFEST_NAME)):
+        in_dir = _model.load_manifest_in(where)
+        if in_dir is not None:
+            return in_dir, "in_dir"
     kept = _model.state_file(params["state_dir"], name, revision, final, "manifest")
     if os.path.isfile(kept):
         return _model.load_manifest(kept), "state_dir"

@@ -117,7 +117,10 @@ ready:
   returned: always
   type: bool
 reason:
-  description: C(ready), C(unit_failed), C(stalled) or C(max_wait).
+  description:
+    - C(ready), C(unit_failed), C(stalled), C(max_wait), or C(unreachable) (the health URL's host name did not
+      resolve, or its TLS failed, on 3 polls in a row; the message then names the URL, what failed and the
+      variable that sets it).
   returned: always
   type: str
 elapsed:
@@ -158,6 +161,7 @@ from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
+from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness
 
 
@@ -215,7 +219,8 @@ def read_journal(module, cmd, cursor):
     ``lines`` are the output lines without the ``-- cursor: `` line (none when journalctl failed); ``cursor`` is the
     one it printed, else the ``cursor`` given (the next call continues from there).
     """
-    rc, out, _err = module.run_command(cmd, check_rc=False)
+    # a log: bytes that are not UTF-8 (a model's output, a driver message) are replaced, never fatal
+    rc, out, _err = module.run_command(cmd, check_rc=False, errors="replace")
     if rc != 0:
         return [], cursor
     lines = []
@@ -239,15 +244,28 @@ def systemctl_show(module, unit, props):
     return values
 
 
+URL_VAR = "url (the role builds it from sglang_service_host and sglang_service_port)"
+TIMEOUT_VAR = "request_timeout (sglang_service_readiness_request_timeout)"
+
+
 def make_http_get(url):
+    """``http_get(timeout) -> (status or None, error text)`` for :func:`_readiness.wait_ready`; the error text of a
+    request without an HTTP answer starts with its :func:`_net.label` (``refused: ...``, ``dns: ...``) and the last
+    exception is kept in ``http_get.last_error`` for the failure message."""
     def http_get(timeout):
         try:
             resp = open_url(url, method="GET", timeout=timeout, validate_certs=True, use_proxy=False)
-            return resp.getcode(), None
+            try:
+                return resp.getcode(), None
+            finally:
+                resp.close()
         except HTTPError as exc:
             return exc.code, "HTTP %s" % exc.code
-        except Exception as exc:  # connection refused, timeout, reset: the server is not answering yet
-            return None, "%s: %s" % (type(exc).__name__, exc)
+        except Exception as exc:  # refused, timeout, reset while the server starts; DNS and TLS do not heal
+            http_get.last_error = exc
+            kind, _detail = _net.describe(exc)
+            return None, "%s: %s" % (kind, _net.reason_text(kind, _net.describe(exc)[1], url, timeout))
+    http_get.last_error = None
     return http_get
 
 
@@ -317,10 +335,18 @@ def main():
     if cause.get("line"):
         cause["line"] = _inputs.mask(cause["line"], secrets)
     answers = ", ".join("%s x%d" % (k, v) for k, v in sorted(result.get("health_answers", {}).items())) or "none"
-    module.fail_json(msg=_inputs.mask("%s is not ready (%s after %.0f s): %s [%s] - %s. /health answered: last %s; "
-                                      "all: %s" % (p["unit"], result["reason"], result["elapsed"], cause.get("summary"),
-                                                   cause.get("cause"), cause.get("remedy"), result.get("last_http"),
-                                                   answers), secrets), changed=False, **result)
+    msg = "%s is not ready (%s after %.0f s): %s [%s] - %s. %s answered: last %s; all: %s" % (
+        p["unit"], result["reason"], result["elapsed"], cause.get("summary"), cause.get("cause"), cause.get("remedy"),
+        _net.show_url(p["url"]), result.get("last_http"), answers)
+    if not isinstance(result.get("last_http"), int) and http_get.last_error is not None:
+        msg += ". Last request: " + _net.message("readiness check of %s" % p["unit"], p["url"], exc=http_get.last_error,
+                                                 variable=URL_VAR, timeout=p["request_timeout"],
+                                                 timeout_var=TIMEOUT_VAR)[0]
+    elif isinstance(result.get("last_http"), int) and result["last_http"] >= 400:
+        msg += ". Last request: " + _net.message("readiness check of %s" % p["unit"], p["url"],
+                                                 status=result["last_http"], variable=URL_VAR,
+                                                 credential="none: SGLang's /health needs no key")[0]
+    module.fail_json(msg=_inputs.mask(msg, secrets), changed=False, **result)
 
 
 if __name__ == "__main__":

@@ -36,7 +36,10 @@ options:
     type: str
     default: ""
   timeout:
-    description: Seconds for the request.
+    description:
+      - Seconds for the request.
+      - A request without an answer (refused, DNS, timeout, TLS) or with an HTTP error fails with a message naming
+        the URL, what failed, the variable that sets it and what to check.
     type: int
     default: 300
   max_tokens:
@@ -98,9 +101,13 @@ import json
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
+from ansible.module_utils.six.moves.http_client import HTTPException
 from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 from ansible_collections.blackwell.sglang.plugins.module_utils import _tool_call
+
+URL_VAR = "url (the role builds it from sglang_service_host and sglang_service_port)"
 
 
 def main():
@@ -119,19 +126,30 @@ def main():
     if p["api_key"]:
         headers["Authorization"] = "Bearer %s" % p["api_key"]
     body = json.dumps(_tool_call.request_body(p["model"], p["max_tokens"]))
+    if p["timeout"] < 1:
+        module.fail_json(msg="timeout must be >= 1 second; got %s" % p["timeout"])
     status, text = None, ""
+    where = dict(variable=URL_VAR, credential="api_key (sglang_service_api_key)", timeout=p["timeout"],
+                 timeout_var="timeout (sglang_service_smoke_timeout)", method="POST",
+                 secrets=[p["api_key"]] if p["api_key"] else None)
     try:
         resp = open_url(p["url"], data=body, headers=headers, method="POST", timeout=p["timeout"], use_proxy=False,
                         validate_certs=True)
         status, text = resp.getcode(), resp.read().decode("utf-8", "replace")
     except HTTPError as exc:
-        status, text = exc.code, exc.read().decode("utf-8", "replace") if exc.fp else ""
-    except (URLError, OSError, ValueError) as exc:
-        module.fail_json(msg="tool-call smoke request to %s failed: %s" % (p["url"], exc), verdict="bad_response",
-                         ok=False, status=None)
+        try:
+            status, text = exc.code, exc.read().decode("utf-8", "replace") if exc.fp else ""
+        except (OSError, HTTPException, ValueError):
+            status, text = exc.code, ""
+    except (URLError, OSError, HTTPException, ValueError) as exc:
+        # refused, DNS, timeout (urllib raises it bare while reading), TLS, reset, a bad URL
+        text = _net.message("tool-call smoke request", p["url"], exc=exc, **where)[0]
+        module.fail_json(msg="[bad_response] " + text, verdict="bad_response", ok=False, status=None, message=text,
+                         remedy=_tool_call.REMEDIES["bad_response"],
+                         tool_calls=[], evidence=None)
     result = _tool_call.verdict(text if status == 200 else None)
     if status != 200:
-        result["message"] = "HTTP %s: %s" % (status, text[:300])
+        result["message"] = _net.message("tool-call smoke request", p["url"], status=status, body=text, **where)[0]
     result["status"] = status
     if not result["ok"]:
         module.fail_json(msg="[%s] %s. Remedy: %s" % (result["verdict"], result["message"], result["remedy"]),

@@ -15,7 +15,9 @@ description:
     C(num_reqs) = running + waiting; SGLang 0.5.9) and sums C(num_reqs); falls back to the Prometheus gauge
     C(sglang:num_running_reqs) (+ C(sglang:num_queue_reqs)) of C(/metrics).
   - Returns RV(idle) false when requests are still in flight after O(timeout) seconds; it never fails for that
-    (the caller decides to proceed or abort). It fails when the server answers neither endpoint.
+    (the caller decides to proceed or abort). It fails when the server answers neither endpoint, or cannot be
+    reached; the message names the URL (credentials masked), what failed (refused, DNS, timeout, TLS, the HTTP
+    status), the variable that sets the URL and what to check.
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:
@@ -89,7 +91,16 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-    client = _gateway.Client(p["url"], p["api_key"], timeout=p["request_timeout"])
+    for name, low in (("request_timeout", 1), ("timeout", 0)):
+        if p[name] < low:
+            module.fail_json(msg="%s must be >= %d seconds; got %s" % (name, low, p[name]))
+    if not p["poll"] > 0:
+        module.fail_json(msg="poll must be > 0 seconds; got %s" % p["poll"])
+    client = _gateway.Client(p["url"], p["api_key"], timeout=p["request_timeout"], what="worker",
+                             source="url (the worker's URL: sglang_gateway_worker_address, else ansible_host, and "
+                                    "sglang_gateway_worker_port)",
+                             credential="api_key (sglang_gateway_worker_api_key)",
+                             timeout_var="request_timeout (sglang_gateway_request_timeout)")
     try:
         res = _gateway.wait_idle(client, timeout=p["timeout"], poll=p["poll"])
     except _gateway.GatewayError as exc:

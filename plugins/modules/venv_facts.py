@@ -123,13 +123,14 @@ def main():
     args = {"versions": params["versions"], "requires": params["requires"], "closure": False,
             "torch_build": params["torch_build"]}
     try:
-        state = vm.read_venv(module.run_command, params["python"], args)
+        # the probe's output (JSON, or a traceback): bytes that are not UTF-8 are replaced, never fatal
+        state = vm.read_venv(lambda argv: module.run_command(argv, errors="replace"), params["python"], args)
     except RuntimeError as exc:
         module.fail_json(msg=str(exc))
     stamp = None
     if params["stamp"]:
         try:
-            with open(params["stamp"]) as handle:
+            with open(params["stamp"], encoding="utf-8") as handle:     # a cache: unreadable means none
                 stamp = json.load(handle)
         except (IOError, OSError, ValueError):
             stamp = None

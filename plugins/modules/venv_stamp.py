@@ -169,7 +169,8 @@ def main():
                          distributions={}, python_version="", result=None)
     if params["python"]:
         try:
-            state = vs.read_state(module.run_command, params["python"], params["requirements"], params["names"])
+            state = vs.read_state(lambda argv: module.run_command(argv, errors="replace"), params["python"],
+                                  params["requirements"], params["names"])
         except RuntimeError as exc:
             if params["state"] == "record":
                 module.fail_json(msg=str(exc))

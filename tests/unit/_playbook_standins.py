@@ -219,11 +219,12 @@ def wait_http(url, timeout=30.0):
     raise AssertionError("%s did not answer in %ss" % (url, timeout))
 
 
-def start_smg(smg_py, tmp, worker_urls, key, port=None, prometheus_port=None, env=None, lifetime_s=300):
+def start_smg(smg_py, tmp, worker_urls, key, port=None, prometheus_port=None, env=None, lifetime_s=300, settings=None):
     """The real ``smg launch`` through the role's launcher template (roles/sglang_gateway/templates/smg-launch.py.j2)
     on 127.0.0.1:``port`` in front of ``worker_urls`` (round robin, health checked every second, one success or
-    failure flips a worker), the key from the environment, bounded by ``timeout lifetime_s``, output in
-    ``<tmp>/smg.log``. Returns (Popen, port, prometheus_port)."""
+    failure flips a worker; ``settings`` overrides these keys of ``_gateway.render_args``), the key from the
+    environment, bounded by ``timeout lifetime_s``, output in ``<tmp>/smg.log``. Returns (Popen, port,
+    prometheus_port)."""
     port = port or free_port()
     prometheus_port = prometheus_port or free_port()
     launcher = os.path.join(str(tmp), "smg-launch.py")
@@ -235,7 +236,7 @@ def start_smg(smg_py, tmp, worker_urls, key, port=None, prometheus_port=None, en
     argv = _gateway.render_args({"host": "127.0.0.1", "port": port, "policy": "round_robin",
                                  "prometheus_host": "127.0.0.1", "prometheus_port": prometheus_port,
                                  "health_check_interval_secs": 1, "health_success_threshold": 1,
-                                 "health_failure_threshold": 1},
+                                 "health_failure_threshold": 1, **(settings or {})},
                                 [{"url": u} for u in worker_urls])
     with open(os.path.join(str(tmp), "smg.log"), "w", encoding="utf-8") as log:
         proc = subprocess.Popen(["timeout", str(lifetime_s), smg_py, launcher] + argv, stdout=log,

@@ -1,4 +1,5 @@
-"""State of the three fleet hosts after: rollout, idempotent rerun, a faulty release, a hand-made drift, an audit."""
+"""State of the three fleet hosts after: rollout, idempotent rerun, a faulty release with a new model (M2), a hand-made
+drift, an audit, and rollback.yml on the canary with M2 still configured."""
 
 import json
 import os
@@ -8,6 +9,9 @@ import testinfra
 
 EPHEMERAL = os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "")
 FLEET = {name: testinfra.get_host("podman://bw-%s" % name) for name in ("fleet-1", "fleet-2", "fleet-3")}
+M1 = "/srv/models/tiny-nvfp4"        # the sandbox inventory's model: the first release's
+M2 = "/srv/models/tiny-nvfp4-b"      # the faulty release's (side_effect.yml, -e sglang_stack_model_path)
+UNIT = "/etc/systemd/system/sglang.service"
 
 
 def _link(host, path):
@@ -27,10 +31,36 @@ def test_same_kernel_wheel_everywhere():
     assert len(set(digests.values())) == 1 and all(len(d.split()) == 1 for d in digests.values()), digests
 
 
-def test_canary_took_the_new_release():
+def _new_release():
+    """The faulty rollout's release: the canary took it, and rollback.yml made it the canary's `previous`."""
+    return _link(FLEET["fleet-1"], "/opt/sglang/previous")
+
+
+def _model_path(host):
+    """The --model-path of the unit the service role rendered (one flag per continuation line)."""
+    lines = host.file(UNIT).content_string.splitlines()
+    found = [ln.split(None, 1)[1].rstrip(" \\").strip('"') for ln in lines if ln.strip().startswith("--model-path ")]
+    assert len(found) == 1, lines
+    return found[0]
+
+
+def test_canary_took_the_new_release_and_was_rolled_back_by_hand():
     h = FLEET["fleet-1"]
     assert len(h.check_output("ls /opt/sglang/releases").split()) == 2
     assert _link(h, "/opt/sglang/previous") != _link(h, "/opt/sglang/current")
+    # rollback.yml returned it to the release the others started from, with that release's recorded model
+    assert _link(h, "/opt/sglang/current") == _link(FLEET["fleet-3"], "/opt/sglang/current")
+    new = json.loads(h.file(_new_release() + "/manifest.json").content_string)["model"]
+    old = json.loads(h.file("/opt/sglang/current/manifest.json").content_string)["model"]
+    assert (new["path"], old["path"]) == (M2, M1), (new, old)
+
+
+@pytest.mark.parametrize("name", ["fleet-1", "fleet-2"])
+def test_a_rollback_across_the_model_change_serves_the_old_model(name):
+    # fleet-2: the rollout's automatic rollback; fleet-1: rollback.yml; both with M2 configured at the time
+    h = FLEET[name]
+    assert _model_path(h) == M1
+    assert _model_path(h) == json.loads(h.file("/opt/sglang/current/manifest.json").content_string)["model"]["path"]
 
 
 def test_failed_host_was_rolled_back():
@@ -40,7 +70,7 @@ def test_failed_host_was_rolled_back():
     assert _link(h2, "/opt/sglang/current") == _link(h3, "/opt/sglang/current")
     assert not h2.file("/opt/sglang/previous").exists
     assert not h2.file("/opt/sglang/previous").is_symlink
-    failed = _link(FLEET["fleet-1"], "/opt/sglang/current")        # the new release (same id on every host)
+    failed = _new_release()                                         # the new release (same id on every host)
     marker = h2.file(failed + "/ROLLED_BACK")
     assert marker.is_file and marker.mode == 0o644
     record = json.loads(marker.content_string)
@@ -52,7 +82,8 @@ def test_failed_host_was_rolled_back():
 def test_rollout_stopped_before_the_last_host():
     h = FLEET["fleet-3"]
     assert not h.file("/opt/sglang/previous").exists       # never switched after the first rollout
-    assert _link(h, "/opt/sglang/current") != _link(FLEET["fleet-1"], "/opt/sglang/current")
+    assert _link(h, "/opt/sglang/current") != _new_release()
+    assert _model_path(h) == M1
 
 
 @pytest.mark.parametrize("name", sorted(FLEET))
@@ -70,3 +101,7 @@ def test_audit_reports_the_release_drift_and_the_hand_installed_package():
     hosts = {(d["host"], d["field"]) for d in report["hosts"]}
     assert ("bw-fleet-1", "release id") in fleet          # the canary runs another release than the majority
     assert ("bw-fleet-3", "package six") in hosts         # pip install behind Ansible's back
+    # (the audit ran before fleet-1's rollback) every unit serves the model its live release recorded: fleet-2 was
+    # rolled back onto release 1 with release 1's model, not with M2
+    for name in ("bw-fleet-1", "bw-fleet-2", "bw-fleet-3"):
+        assert (name, "model path") not in hosts, report["hosts"]

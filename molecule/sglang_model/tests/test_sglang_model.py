@@ -43,8 +43,9 @@ def test_release_manifest_records_the_verified_model(host):
     # sglang_release's manifest tasks, given sglang_model_result as playbooks/site.yml passes it
     facts = read_json(host, "/var/lib/blackwell-sglang/model/facts-archive.json")
     recorded = read_json(host, "/opt/sglang/releases/model-wiring/manifest.json")["model"]
+    # service_env: not passed by this converge (site.yml's wiring passes sglang_model_service_env), so null
     assert recorded == {"path": TARGET, "revision": REV, "source": "archive", "repository": "tiny.tar.gz",
-                        "manifest_digest": facts["digest"]}
+                        "manifest_digest": facts["digest"], "service_env": None}
 
 
 def test_stamps_are_private(host):

@@ -134,3 +134,57 @@ def test_pin_drift_compares_only_a_commit_pin():
     report = drift_report({"gpu-1": manifest}, pins={"gpu-1": {"model_revision": "B" * 40}})
     assert report["drift"] is True and report["pins"][0]["expected"] == "b" * 40
     assert report["summary"] == ["pin drift on gpu-1: model revision = %r, the inventory pins %r" % ("a" * 40, "b" * 40)]
+
+
+# ------------------------------------------------------------------- the model a release recorded (rollback, audit)
+
+def _unit(model_path):
+    from ansible_collections.blackwell.sglang.plugins.filter.sglang_service import systemd_exec_args
+    lines = systemd_exec_args(["--model-path", model_path, "--port", "30000"], per_flag=True)
+    return "[Service]\nExecStart=/opt/sglang/current/venv/bin/python -m sglang.launch_server -- \\\n    " + \
+        " \\\n    ".join(lines) + "\n"
+
+
+def test_unit_model_path_reads_back_what_the_service_role_quoted():
+    for path in ("/srv/models/m@" + "a" * 40, "acme/model", "/srv/my models/x\"y\\z", "/m/100%$HOME"):
+        assert fleet_utils.unit_model_path(_unit(path)) == path, path
+    assert fleet_utils.unit_model_path("[Service]\nExecStart=/bin/true\n") is None
+    assert fleet_utils.unit_model_path(None) is None
+
+
+def _b64(data):
+    import base64
+    return base64.b64encode(data if isinstance(data, bytes) else data.encode()).decode()
+
+
+def test_read_manifest_gives_the_recorded_model_and_never_raises():
+    good = fleet_utils.read_manifest(_b64('{"model": {"path": "/m", "revision": "r", "manifest_digest": "d",'
+                                          ' "service_env": {"HF_HUB_OFFLINE": "1"}}}'), "/r/A/manifest.json")
+    assert good["problem"] is None and good["model"] == {
+        "recorded": True, "path": "/m", "revision": "r", "manifest_digest": "d", "source": None, "repository": None,
+        "service_env": {"HF_HUB_OFFLINE": "1"}, "problem": None}
+    # an environment that is not a str -> str map is not recorded (the rollback keeps the configured one)
+    assert fleet_utils.read_manifest(_b64('{"model": {"path": "/m", "service_env": {"A": 1}}}'))["model"]["service_env"] is None
+    cases = {
+        None: "/r/A/manifest.json cannot be read: file not found",
+        _b64('{"schema": 1}'): "/r/A/manifest.json records no model",
+        _b64('{"model": {"path": 7}}'): "/r/A/manifest.json records no model",
+        _b64('{"model": '): "/r/A/manifest.json is not valid JSON",
+        _b64("[]"): "/r/A/manifest.json is not a JSON object but a list",
+        _b64(b'{"a": "\xfe"}'): "/r/A/manifest.json is not UTF-8: byte 0xfe at offset 7",
+        "not base64!": "/r/A/manifest.json: not base64",
+    }
+    for content, why in cases.items():
+        out = fleet_utils.read_manifest(content, "/r/A/manifest.json", error="file not found")
+        assert out["model"]["recorded"] is False and out["model"]["problem"].startswith(why), (content, out)
+
+
+def test_host_drift_names_a_unit_serving_another_model_than_recorded():
+    manifest = copy.deepcopy(BASE)
+    manifest["model"] = {"path": "/srv/models/m1"}
+    live = {"distributions": dict(BASE["packages"]), "unit_sha256": BASE["unit"]["sha256"]}
+    assert host_drift("gpu-1", manifest, dict(live, unit_text=_unit("/srv/models/m1"))) == []
+    assert host_drift("gpu-1", manifest, dict(live, unit_text=_unit("acme/m2"))) == [
+        {"host": "gpu-1", "field": "model path", "value": "acme/m2", "expected": "/srv/models/m1"}]
+    assert host_drift("gpu-1", manifest, live) == []                       # no unit read: nothing to compare
+    assert host_drift("gpu-1", BASE, dict(live, unit_text=_unit("acme/m2"))) == []   # no model recorded

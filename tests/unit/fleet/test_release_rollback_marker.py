@@ -5,7 +5,9 @@ release it leaves as failed and removes `previous`, so a later plain rollback ca
 failed release; an operator rollback (no reason) still swaps `current` and `previous`; `switch` clears the marker.
 
 The release tree (releases/A, releases/B, current -> B, previous -> A) is built by hand under tmp_path and the role
-runs as the current user (sglang_release_owner/group), so no root is needed.
+runs as the current user (sglang_release_owner/group), so no root is needed. Each release has the manifest.json
+sglang_release writes, with its own model (A: M1, B: M2): the rollback publishes the model of the release it returns
+to; a release whose manifest records no model is refused unless sglang_release_rollback_unrecorded_model=configured.
 """
 
 import grp
@@ -35,6 +37,20 @@ PLAY = """
 pytestmark = pytest.mark.slow
 
 
+MODELS = {
+    "A": {"path": "/srv/models/m1@" + "1" * 40, "revision": "1" * 40, "source": "hub", "repository": "acme/m1",
+          "manifest_digest": "d1" * 32, "service_env": {"HF_HUB_OFFLINE": "1"}},
+    "B": {"path": "acme/m2", "revision": "", "source": None, "repository": None, "manifest_digest": None,
+          "service_env": None},
+}
+
+
+def _manifest(root, rel, model):
+    """releases/<rel>/manifest.json as sglang_release writes it (the parts a rollback reads)."""
+    (root / "releases" / rel / "manifest.json").write_text(json.dumps(
+        {"schema": 1, "release": {"id": rel, "dir": str(root / "releases" / rel)}, "model": model}, indent=2))
+
+
 @pytest.fixture
 def tree(tmp_path):
     """<tmp>/sglang/releases/{A,B}, current -> B (the new release), previous -> A (the one before)."""
@@ -42,6 +58,7 @@ def tree(tmp_path):
     for rel in ("A", "B"):
         (root / "releases" / rel).mkdir(parents=True)
         (root / "releases" / rel / "release-key.json").write_text('{"id": "%s"}\n' % rel)
+        _manifest(root, rel, MODELS[rel])
     os.symlink(str(root / "releases" / "B"), str(root / "current"))
     os.symlink(str(root / "releases" / "A"), str(root / "previous"))
     return root
@@ -185,3 +202,76 @@ def test_switch_refuses_a_marked_release_until_allowed_then_clears_the_marker(tm
     assert rc == 0, tasks
     assert tasks[done]["changed"] is False
     assert stats["changed"] == 0
+
+
+# ------------------------------------------------------------------------------------- the model of the release
+
+def _rolled_back(tasks):
+    return tasks["Record the rollback (the release returned to is the stack contract's release from here on)"][
+        "ansible_facts"]["sglang_release_rolled_back"]
+
+
+def _published_model(tasks):
+    name = "Publish the model of the release returned to in the stack contract (the callers render the service with it)"
+    return tasks[name].get("ansible_facts", {}).get("sglang_stack_model_path")
+
+
+def test_rollback_publishes_the_model_the_release_returned_to_recorded(tmp_path, tree):
+    rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback", sglang_stack_model_path="/configured/now")
+    assert rc == 0, tasks
+    model = _rolled_back(tasks)["model"]
+    assert model == dict(MODELS["A"], recorded=True, problem=None), model
+    assert _published_model(tasks) == MODELS["A"]["path"]        # not the configured /configured/now
+    rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback")  # and back: B's Hub id, no environment recorded
+    assert rc == 0, tasks
+    model = _rolled_back(tasks)["model"]
+    assert (model["recorded"], model["path"], model["service_env"], model["revision"]) == (True, "acme/m2", None, None)
+    assert _published_model(tasks) == "acme/m2"
+
+
+@pytest.mark.parametrize("write, why", [
+    (None, "cannot be read"),                                            # no manifest.json at all
+    ('{"schema": 1, "release": {"id": "A"}}', "records no model"),       # written before manifests recorded it
+    ('{"schema": 1, "model": {"path": ""}}', "records no model"),
+    ('{"schema": 1, "model": ', "is not valid JSON"),
+    ("[1, 2]", "is not a JSON object"),
+    (b'{"model": {"path": "/srv/\xff"}}', "is not UTF-8: byte 0xff at offset 25"),
+])
+def test_rollback_to_a_release_without_a_recorded_model_is_refused_until_told(tmp_path, tree, write, why):
+    target = tree / "releases" / "A" / "manifest.json"
+    target.unlink()
+    if isinstance(write, bytes):
+        target.write_bytes(write)
+    elif write is not None:
+        target.write_text(write)
+    rc, tasks, stats, _stdout = _run(tmp_path, tree, "rollback", sglang_stack_model_path="/configured/now")
+    assert rc != 0
+    msg = _failure(tasks)
+    assert "refusing to roll localhost back to release A: the model it served is not known" in msg, msg
+    assert why in msg and str(target) in msg, msg
+    assert "with the model configured now (/configured/now)" in msg, msg
+    assert "-e sglang_release_rollback_unrecorded_model=configured" in msg, msg
+    assert stats["changed"] == 0
+    assert (_target(tree, "current"), _target(tree, "previous")) == ("B", "A")      # nothing moved
+
+
+def test_told_to_serve_the_configured_model_the_rollback_goes_ahead(tmp_path, tree):
+    (tree / "releases" / "A" / "manifest.json").write_text('{"schema": 1, "release": {"id": "A"}}')
+    why = "records no model"
+    rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback", sglang_stack_model_path="/configured/now",
+                                      sglang_release_rollback_unrecorded_model="configured")
+    assert rc == 0, tasks
+    assert (_target(tree, "current"), _target(tree, "previous")) == ("A", "B")
+    model = _rolled_back(tasks)["model"]
+    assert model["recorded"] is False and why in model["problem"], model
+    said = tasks["Say which model the release returned to is served with"]["msg"]
+    assert "served with the configured model /configured/now" in said, said
+    name = "Publish the model of the release returned to in the stack contract (the callers render the service with it)"
+    assert tasks[name].get("skipped") is True
+
+
+def test_a_bad_unrecorded_model_choice_fails_before_anything_moves(tmp_path, tree):
+    rc, tasks, stats, stdout = _run(tmp_path, tree, "rollback", sglang_release_rollback_unrecorded_model="inventory")
+    assert rc != 0
+    assert "sglang_release_rollback_unrecorded_model" in stdout and "refuse, configured" in stdout, stdout[-2000:]
+    assert stats["changed"] == 0 and _target(tree, "current") == "B"

@@ -7,6 +7,7 @@ the test venv's python when it has smg) on 127.0.0.1 in front of two stand-in SG
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -212,13 +213,170 @@ def test_real_smg_unhealthy_worker_stays_out(fleet):
     down = fleet["tmp"] / "down1"
     down.write_text("injected")
     try:
-        with pytest.raises(_gateway.GatewayError, match="taken out again"):
+        with pytest.raises(_gateway.GatewayError, match="not put into the gateway .*, so it stays out"):
             _gateway.add_worker(client, w1, timeout=8, poll=0.5, remove_on_failure=True, worker_api_key=KEY)
         assert _gateway.find_worker(client.workers(), w1) is None
         assert _gateway.audit(client.workers(), fleet["workers"])["routes_to"] == [fleet["workers"][0]]
     finally:
         down.unlink()
     assert _gateway.add_worker(client, w1, timeout=60, poll=0.5, worker_api_key=KEY)["changed"]
+
+
+def _listed_while(client, url, seconds, poll=0.5):
+    """Poll the gateway for ``seconds``; the times (s from now) at which it listed ``url``."""
+    start = time.monotonic()
+    seen = []
+    while time.monotonic() - start < seconds:
+        if _gateway.find_worker(client.workers(), url) is not None:
+            seen.append(round(time.monotonic() - start, 1))
+        time.sleep(poll)
+    return seen
+
+
+# smg 1.13.0 retries a pending registration every --worker-startup-check-interval: 30 s (its default, the role's too)
+SMG_RETRY_S = 30
+
+
+@needs_smg
+@pytest.mark.slow
+def test_real_smg_worker_given_up_at_undrain_stays_out_when_it_turns_healthy(fleet):
+    """The undrain gives up on a worker that is not healthy in time; the worker passes /health by itself later (a
+    model that finished loading): smg must not route to it. (Posting it while unhealthy would leave smg's
+    registration retrying, and DELETE cannot cancel that: it was routed to 30 s later, tests/unit/gateway.)"""
+    client, w0, w1 = fleet["client"], fleet["workers"][0], fleet["workers"][1]
+    _gateway.remove_worker(client, w1, timeout=60, poll=0.3)
+    down = fleet["tmp"] / "down1"
+    down.write_text("still loading")
+    try:
+        with pytest.raises(_gateway.GatewayError) as exc:
+            _gateway.add_worker(client, w1, timeout=6, poll=0.5, remove_on_failure=True, worker_api_key=KEY)
+        assert "not healthy after 6s" in str(exc.value) and "stays out" in str(exc.value), exc.value
+    finally:
+        down.unlink()
+    standins.wait_http(w1 + "/health")                   # healthy by itself from here on
+    assert _listed_while(client, w1, SMG_RETRY_S + 10) == []
+    served = {_complete(client.base_url)[1]["served_by"] for _i in range(10)}
+    assert served == {"w0"}, served
+    assert _gateway.audit(client.workers(), fleet["workers"])["routes_to"] == [w0]
+    assert _gateway.add_worker(client, w1, timeout=60, poll=0.5, worker_api_key=KEY)["changed"]   # a play puts it back
+
+
+class _FlipsUnhealthyOnPost(_gateway.Client):
+    """The gateway's client, but the worker turns unhealthy right after the undrain's own /health probe passed and
+    before smg's (the race a registration can be left pending by), until ``heal_after`` s after the POST."""
+
+    def __init__(self, base_url, key, down, heal_after):
+        super().__init__(base_url, key)
+        self.down, self.heal_after, self.healed = down, heal_after, None
+
+    def call(self, method, path, body=None):
+        if (method, path) == ("POST", "/workers"):
+            self.down.write_text("flapped")
+            self.healed = threading.Timer(self.heal_after, self.down.unlink)
+            self.healed.start()
+        return super().call(method, path, body)
+
+
+@needs_smg
+@pytest.mark.slow
+def test_real_smg_registration_completing_after_the_give_up_is_taken_out(fleet):
+    client, w0, w1 = fleet["client"], fleet["workers"][0], fleet["workers"][1]
+    _gateway.remove_worker(client, w1, timeout=60, poll=0.3)
+    flaky = _FlipsUnhealthyOnPost(client.base_url, KEY, fleet["tmp"] / "down1", heal_after=5)
+    began = time.monotonic()
+    try:
+        with pytest.raises(_gateway.GatewayError) as exc:
+            _gateway.add_worker(flaky, w1, timeout=4, poll=0.5, remove_on_failure=True, worker_api_key=KEY,
+                                pending_timeout=SMG_RETRY_S + 15)
+    finally:
+        flaky.healed.join(timeout=30)
+    took = time.monotonic() - began
+    # smg's retry registered it about 30 s after the POST; the module removed it and said so
+    assert "its registration (smg worker id" in str(exc.value) and "taken out again" in str(exc.value), exc.value
+    assert SMG_RETRY_S - 5 < took < SMG_RETRY_S + 30, took
+    assert _listed_while(client, w1, 8) == []
+    served = {_complete(client.base_url)[1]["served_by"] for _i in range(10)}
+    assert served == {"w0"}, served
+    assert _gateway.add_worker(client, w1, timeout=60, poll=0.5, worker_api_key=KEY)["changed"]
+
+
+# roles/sglang_gateway/defaults/main.yml: health checks and retries the role launches smg with
+ROLE_HEALTH = {"health_check_interval_secs": 10, "health_check_timeout_secs": 5, "health_failure_threshold": 3,
+               "health_success_threshold": 2, "retry_max_retries": 5, "retry_initial_backoff_ms": 50}
+
+
+def _defaults_match_the_role():
+    import yaml                                                    # pylint: disable=import-outside-toplevel
+    with open(os.path.join(ROOT, "roles", "sglang_gateway", "defaults", "main.yml")) as handle:
+        defaults = yaml.safe_load(handle)
+    return {k: defaults["sglang_gateway_" + k] for k in ROLE_HEALTH} == ROLE_HEALTH
+
+
+@needs_smg
+@pytest.mark.slow
+def test_real_smg_crashed_worker_circuit_breaker_first_health_status_later(tmp_path):
+    """A worker crashes (SIGKILL) under a steady load through smg with the role's health and retry settings and
+    smg's own circuit-breaker defaults (10 failures open it): the breaker stops sending to it after a few failed
+    sends and smg retries those on the other worker (no client error); GET /workers marks it unhealthy only after
+    about interval x failure threshold (10 s x 3)."""
+    assert _defaults_match_the_role()
+    ports = [standins.free_port(), standins.free_port()]
+    urls = ["http://127.0.0.1:%d" % p for p in ports]
+    # not under `timeout`: the crash below must kill the server itself (stopped in `finally`)
+    workers = [subprocess.Popen([sys.executable, FAKE, "--port", str(p), "--name", "w%d" % i,
+                                 "--api-key", KEY, "--step-ms", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+               for i, p in enumerate(ports)]
+    procs = list(workers)
+    try:
+        for url in urls:
+            standins.wait_http(url + "/health")
+        gw, gw_port, prom_port = standins.start_smg(SMG_PY, tmp_path, urls, KEY, settings=ROLE_HEALTH, lifetime_s=200)
+        procs.append(gw)
+        standins.wait_http("http://127.0.0.1:%d/health" % gw_port, timeout=60)
+        client = _gateway.Client("http://127.0.0.1:%d" % gw_port, KEY)
+        end = time.monotonic() + 60
+        while time.monotonic() < end and _gateway.audit(client.workers(), urls)["routes_to"] != sorted(urls):
+            time.sleep(0.3)
+        records, stop = [], threading.Event()
+
+        def load():                                             # about 10 requests/s, one at a time
+            while not stop.is_set():
+                sent = time.time()
+                try:
+                    records.append((sent, _complete(client.base_url, tokens=2)[1]["served_by"]))
+                except Exception as exc:  # pylint: disable=broad-except
+                    records.append((sent, "error: %s" % exc))
+                time.sleep(0.1)
+        thread = threading.Thread(target=load, daemon=True)
+        thread.start()
+        time.sleep(3)
+        crashed = time.time()
+        workers[1].kill()
+        breaker = unhealthy = None
+        while time.time() - crashed < 60 and unhealthy is None:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % prom_port, timeout=5) as resp:
+                metrics = resp.read().decode()
+            if breaker is None and 'smg_worker_cb_state{worker="%s"} 1' % urls[1] in metrics:
+                breaker = time.time() - crashed
+            entry = _gateway.find_worker(client.workers(), urls[1])
+            if entry is not None and not entry.get("is_healthy"):
+                unhealthy = time.time() - crashed
+            time.sleep(0.2)
+        stop.set()
+        thread.join(timeout=40)
+    finally:
+        standins.stop(procs)
+    after = [r for r in records if r[0] > crashed]
+    log = (tmp_path / "smg.log").read_text(errors="replace")
+    sends = len(re.findall(r"Failed to send.*worker_url=%s" % re.escape(urls[1]), log))
+    print("circuit breaker open %s s after the crash (%d failed sends to it, all retried), GET /workers unhealthy "
+          "after %s s; %d requests after the crash, served by %s"
+          % (breaker and round(breaker, 1), sends, unhealthy and round(unhealthy, 1), len(after),
+             sorted({r[1] for r in after})))
+    assert breaker is not None and unhealthy is not None, (breaker, unhealthy)
+    assert breaker < unhealthy and sends <= 15, (breaker, unhealthy, sends)
+    assert 15 <= unhealthy <= 40, unhealthy                      # 10 s x 3 checks, give or take one interval
+    assert after and {r[1] for r in after} == {"w0"}, after        # retried on w0: no client saw the crash
 
 
 @needs_smg

@@ -11,7 +11,8 @@ It implements only what huggingface_hub 1.33's ``snapshot_download`` / ``HfApi``
 * ``GET /cdn/<sha256>``: the bytes, with ``Range`` support (resume)
 
 Unknown revisions answer 404 with ``X-Error-Code: RevisionNotFound`` (what huggingface_hub maps to
-RevisionNotFoundError). Faults: ``drop_once`` / ``drop_always`` (a file's body is cut off after half its bytes and
+RevisionNotFoundError). Faults: ``resolve_status`` (every file request answers that HTTP status), ``cdn_base``
+(LFS files redirect there instead: a CDN that cannot be reached), ``drop_once`` / ``drop_always`` (a file's body is cut off after half its bytes and
 the connection closed), ``wrong_sha`` (the tree lists a different sha256), and a truncated shard is simply served
 consistently truncated by the test (metadata agrees with the bytes: only the structural check can catch it).
 The server listens on 127.0.0.1 only, serves at most ``max_requests`` and stops after ``lifetime`` seconds.
@@ -112,6 +113,8 @@ class FakeHub(object):
                     body = [hub.entry(p) for p in sorted(hub.files)]
                     return self.send(200, json.dumps(body).encode())
                 if path.startswith(resolve):
+                    if hub.faults.get("resolve_status"):
+                        return self.send(hub.faults["resolve_status"], b'{"error": "injected"}')
                     rev, fname = path[len(resolve):].split("/", 1)
                     commit = hub.resolve(rev)
                     if commit is None:
@@ -121,7 +124,7 @@ class FakeHub(object):
                     entry = hub.entry(fname)
                     common = {"X-Repo-Commit": commit}
                     if "lfs" in entry:
-                        host = "http://localhost:%d" % hub.port   # another host name, as the Hub's CDN is
+                        host = hub.faults.get("cdn_base") or "http://localhost:%d" % hub.port   # another host, as the CDN
                         common.update({"Location": "%s/cdn/%s?f=%s" % (host, entry["lfs"]["oid"], fname),
                                        "X-Linked-Etag": '"%s"' % entry["lfs"]["oid"],
                                        "X-Linked-Size": str(entry["size"])})

@@ -286,6 +286,52 @@ def test_hub_fetch_verifies_promotes_and_converges(tmp_path, hub_lib):
         assert "hf_secret_token_value" not in json.dumps(again)
 
 
+def test_hub_target_with_a_link_out_is_refused_in_place(tmp_path, hub_lib):
+    """A fetched model whose file was swapped for a link out (same name, the link rule): the converged fetch's
+    in-place verification refuses it naming the link and its target, and changes nothing."""
+    with FakeHub(REPO, COMMIT, tiny_model()) as hub:
+        assert not run_module("sglang_model_fetch", fetch_args(tmp_path, hub), tmp_path).get("failed")
+        target = tmp_path / "models" / ("tiny@" + COMMIT)
+        (target / "tokenizer.json").unlink()
+        os.symlink("/etc/passwd", str(target / "tokenizer.json"))
+        again = run_module("sglang_model_fetch", fetch_args(tmp_path, hub), tmp_path)
+    assert again["failed"] is True and "Traceback" not in json.dumps(again)
+    assert "tokenizer.json: is a link to /etc/passwd" in again["msg"] and "outside the model root" in again["msg"]
+    assert os.path.islink(str(target / "tokenizer.json"))
+
+
+def test_hub_staging_with_a_planted_link_is_refused_not_promoted(tmp_path, hub_lib):
+    staging = tmp_path / "models" / ".staging" / ("tiny@" + COMMIT)
+    staging.mkdir(parents=True)
+    os.symlink("/etc/shadow", str(staging / "extra.json"))
+    with FakeHub(REPO, COMMIT, tiny_model()) as hub:
+        result = run_module("sglang_model_fetch", fetch_args(tmp_path, hub), tmp_path)
+    assert result["failed"] is True and "extra.json: is a link to /etc/shadow" in result["msg"], result["msg"]
+    assert not (tmp_path / "models" / ("tiny@" + COMMIT)).exists() and os.path.islink(str(staging / "extra.json"))
+
+
+def test_writes_and_permission_changes_never_follow_a_planted_link(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    os.chmod(str(outside), 0o600)
+    record = tmp_path / "m" / "record.json"
+    record.parent.mkdir()
+    os.symlink(str(outside), "%s.tmp.%d" % (record, os.getpid()))        # the temporary name, planted
+    _model.write_json_atomic(str(record), {"a": 1})
+    assert outside.read_text() == "keep" and json.loads(record.read_text()) == {"a": 1}
+    os.symlink(str(outside), str(tmp_path / "m" / "link"))
+    _model.make_readable(str(tmp_path / "m"))
+    assert outside.stat().st_mode & 0o777 == 0o600                      # the link's target is not touched
+    assert record.stat().st_mode & 0o444 == 0o444
+    keep = tmp_path / "keep-dir"
+    keep.mkdir()
+    (keep / "x").write_text("x")
+    staging = make_dir(tmp_path, "staged")
+    os.symlink(str(keep), str(staging / _model.HF_LOCAL_CACHE))
+    _model.promote(str(staging), str(tmp_path / "models" / "promoted"))
+    assert (keep / "x").exists() and not (tmp_path / "models" / "promoted" / _model.HF_LOCAL_CACHE).exists()
+
+
 def test_hub_branch_needs_allow_branch_and_resolves(tmp_path, hub_lib):
     with FakeHub(REPO, COMMIT, tiny_model()) as hub:
         refused = run_module("sglang_model_fetch", fetch_args(tmp_path, hub, revision="main"), tmp_path)

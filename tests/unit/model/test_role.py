@@ -136,6 +136,42 @@ def test_directory_verified_in_place_not_copied(tmp_path):
     assert recap(second.stdout, "a")["changed"] == 0, second.stdout[-3000:]
 
 
+def hf_snapshot(base, files):
+    """A Hugging Face cache repository: blobs named by sha256, the snapshot's files links ../../blobs/<sha>."""
+    snapshot = base / "models--acme--tiny" / "snapshots" / COMMIT
+    blobs = base / "models--acme--tiny" / "blobs"
+    blobs.mkdir(parents=True)
+    snapshot.mkdir(parents=True)
+    for rel, data in files.items():
+        digest = hashlib.sha256(data).hexdigest()
+        (blobs / digest).write_bytes(data)
+        os.symlink("../../blobs/" + digest, str(snapshot / rel))
+    return snapshot
+
+
+def test_hugging_face_snapshot_as_directory_in_place_and_as_archive(tmp_path):
+    """A real cache snapshot (every file a link into blobs/) verifies in place, and as an archive directory on the
+    controller its in-model links are followed by the copy: the promoted model holds regular files only."""
+    files = {"config.json": b'{"model_type": "llama"}', "model-00001-of-00001.safetensors": shard([("w", 64)]),
+             "model.safetensors.index.json": json.dumps({"weight_map": {"w": "model-00001-of-00001.safetensors"}}).encode()}
+    snapshot = hf_snapshot(tmp_path / "a" / "hub", files)
+    in_place = {"sglang_model_source": "directory", "sglang_model_directory": str(snapshot),
+                "sglang_model_revision": COMMIT, "sglang_model_allowed_roots": [str(tmp_path / "a" / "hub")]}
+    first = run(tmp_path, in_place, hosts=("a",))
+    assert first.returncode == 0, first.stdout[-4000:]
+    assert facts(tmp_path, "a")["path"] == str(snapshot)
+    again = run(tmp_path, in_place, hosts=("a",))
+    assert recap(again.stdout, "a")["changed"] == 0, again.stdout[-3000:]
+    archive = {"sglang_model_source": "archive", "sglang_model_archive": str(snapshot), "sglang_model_revision": COMMIT,
+               "sglang_model_disk_headroom_bytes": 0}
+    copied = run(tmp_path, archive, hosts=("a",))
+    assert copied.returncode == 0, copied.stdout[-4000:]
+    target = tmp_path / "a" / "models" / ("%s@%s" % (COMMIT, COMMIT))
+    assert target.is_dir() and sorted(os.listdir(target)) == sorted(list(files) + [".sglang-model-manifest.json"])
+    assert not any(os.path.islink(str(target / rel)) for rel in files)
+    assert all((target / rel).read_bytes() == data for rel, data in files.items())
+
+
 @pytest.mark.parametrize("over, needle", [
     ({"sglang_model_revision": ""}, "sglang_model_revision=\"\""),
     ({"sglang_model_revision": "main"}, "a branch\nor tag only with sglang_model_allow_branch"),

@@ -141,6 +141,8 @@ def test_service_path_env_and_manifest_follow_the_verified_directory(tmp_path):
         assert manifest["model"]["source"] == "archive" and manifest["model"]["repository"] == "tiny.tar"
         assert len(manifest["model"]["manifest_digest"]) == 64
         digests.add(manifest["model"]["manifest_digest"])
+        # the environment the service got, recorded for a rollback to this release
+        assert manifest["model"]["service_env"] == wired["model_env"], (manifest["model"], wired)
     # hf_transfer imports in a's staged venv only: only a's service gets HF_HUB_ENABLE_HF_TRANSFER
     assert 'HF_HUB_ENABLE_HF_TRANSFER="1"' in _read(tmp_path, "a")[2]
     assert "HF_HUB_ENABLE_HF_TRANSFER" not in _read(tmp_path, "b")[2]
@@ -162,7 +164,7 @@ def test_without_a_model_the_inventory_path_stays_and_the_manifest_records_null(
     wired, manifest, env = _read(tmp_path, "b")
     assert wired["model_path"] == "/inventory/value"
     assert manifest["model"] == {"path": "/inventory/value", "revision": "", "source": None, "repository": None,
-                                 "manifest_digest": None}
+                                 "manifest_digest": None, "service_env": None}
     assert "HF_HUB_OFFLINE" not in env and wired["model_env"] == {}
 
 

@@ -22,7 +22,8 @@ from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kerne
 
 from conftest import ROOT, make_tree, snapshot
 
-VENV_BIN = os.path.join(ROOT, ".venv", "bin")
+# the venv pytest runs in (make unit: $(VENV)/bin/pytest), wherever VENV= puts it; not <checkout>/.venv
+VENV_BIN = os.path.join(sys.prefix, "bin")
 
 
 def _import_flash_attn(pkg_parent):

@@ -28,7 +28,7 @@ READ_ONLY = {
     "include_vars", "stat", "slurp", "getent", "meta", "validate_argument_spec", "setup", "gather_facts",
     "command", "shell", "script", "find", "set_stats", "add_host", "group_by", "noop", "pause", "wait_for_connection",
     "gpu_facts", "toolchain_facts", "host_facts", "sglang_server_args", "sglang_checkpoint_facts", "fp4_kernel_probe",
-    "package_facts",
+    "package_facts", "sglang_model_archive",
 }
 
 
@@ -45,6 +45,9 @@ class CallbackModule(CallbackBase):
         # venv_stamp compares; state=record writes a cache file, never in check mode (the module skips the write and
         # every role's record task has `when: not ansible_check_mode`), so it is no host change in these --check runs
         if action == "venv_stamp":
+            return
+        # sglang_model_verify changes nothing in check mode (no stamp, manifest or rename) and nothing with plan: true
+        if action == "sglang_model_verify" and (task.check_mode or (task.args or {}).get("plan")):
             return
         log = os.environ.get("BAD_INPUT_BLOCK_LOG")
         if log:
