@@ -38,6 +38,8 @@ def small_tree(base, dependencies, kernel_name="sglang-kernel", kernel_version="
     root = os.path.join(str(base), "sglang")
     kdir = os.path.join(root, *layout.split("/"))
     os.makedirs(os.path.join(kdir, "python", "sgl_kernel"))
+    with open(os.path.join(kdir, "python", "sgl_kernel", "__init__.py"), "w") as fh:
+        fh.write("# blackwell.sglang test tree\n")
     with open(os.path.join(root, "python", "pyproject.toml"), "w") as fh:
         fh.write('[project]\nname = "sglang"\ndependencies = [\n%s]\n'
                  % "".join("  %s,\n" % json.dumps(d) for d in dependencies))
@@ -64,3 +66,19 @@ SERVICE = {"kv_cache_dtype": "bf16", "moe_runner_backend": "flashinfer_cutlass",
 def commit_date(pin):
     """The commit date of a bundle pin (the second field of its ``git_log`` line)."""
     return pin["git_log"].split()[1]
+
+
+def run_module(args, tmp_path, timeout=300):
+    """plugins/modules/sglang_stack_refresh.py as Ansible runs it (ANSIBLE_MODULE_ARGS file); its JSON result."""
+    import subprocess
+    import sys
+    path = os.path.join(str(tmp_path), "module-args.json")
+    with open(path, "w") as fh:
+        json.dump({"ANSIBLE_MODULE_ARGS": args}, fh)
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "collections"))
+    proc = subprocess.run([sys.executable, os.path.join(ROOT, "plugins", "modules", "sglang_stack_refresh.py"), path],
+                          env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError("no JSON from the module (rc %s): %s %s" % (proc.returncode, proc.stdout, proc.stderr))
