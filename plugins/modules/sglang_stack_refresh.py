@@ -20,8 +20,9 @@ description:
   - Lists the kernel's FetchContent sources (the code behind M(blackwell.sglang.sgl_kernel_sources)) with which
     the O(source_cache) holds and which are missing, and the state of each SM12x patch (the code behind
     M(blackwell.sglang.sgl_kernel_patch), in memory only) with the reason.
-  - Writes C(stack_<name>.yml) into O(stack_dir) (never over a file with other content; the same content again is
-    no change) and reports each change against the O(base) stack with what it affects.
+  - Writes C(stack_<name>.yml) into O(stack_dir) (never over a file with another stack; the same stack again is
+    no change, whatever O(base) its header reports against) and reports each change against the O(base) stack with
+    what it affects.
   - Refuses, naming every cause, when the tree's pins cannot be satisfied together (torchvision or torchaudio with
     no release for the torch pin, FlashInfer packages at different versions, CUDA majors or minors that differ among
     the C(nvidia-*) / C(cuda-*) pins or exclude O(cuda), the kernel tree's version or build requirement against the
@@ -307,6 +308,21 @@ def _load_stack(module, stack_dir, name):
         module.fail_json(msg="base: %s does not define a mapping %s: %s" % (path, sr.STACK_VAR % name, exc))
 
 
+def _same_stack(path, content, variable, stack):
+    """The file holds this stack already: the same bytes, or (another base's report in its header) the same
+    mapping."""
+    with open(path) as fh:
+        text = fh.read()
+    if text == content:
+        return True
+    if not HAS_YAML:
+        return False
+    try:
+        return (yaml.safe_load(text) or {}).get(variable) == stack
+    except (yaml.YAMLError, AttributeError):
+        return False
+
+
 def _report_lines(changes, derived):
     lines = [c["line"] for c in changes]
     src = derived["sources"]
@@ -404,6 +420,9 @@ def main():
             module.fail_json(msg=to_native(exc), commit=commit)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if git:
+        # read from a scratch copy that is gone now: name the kernel tree in the checkout
+        derived["kernel"]["dir"] = "%s@%s:%s" % (src, commit[:10], derived["kernel"]["layout"])
 
     changes = sr.compare(base, derived["stack"]) if p["base"] else []
     report = _report_lines(changes, derived)
@@ -411,10 +430,9 @@ def main():
     path = os.path.join(p["stack_dir"], sr.STACK_FILE % name)
     changed = True
     if os.path.exists(path):
-        with open(path) as fh:
-            if fh.read() != content:
-                module.fail_json(msg="name: %s exists with other content; a stack file is never overwritten (pass "
-                                     "another name, or remove the file)" % path, path=path)
+        if not _same_stack(path, content, sr.STACK_VAR % name, derived["stack"]):
+            module.fail_json(msg="name: %s exists with other content; a stack file is never overwritten (pass "
+                                 "another name, or remove the file)" % path, path=path)
         changed = False
     if changed and not module.check_mode:
         tmp = path + ".tmp-%d" % os.getpid()

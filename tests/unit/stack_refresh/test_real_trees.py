@@ -12,7 +12,7 @@ import refresh_trees as rt
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _stack_refresh as sr
 
-pytestmark = pytest.mark.skipif(not rt.have_bundle(), reason=rt.SKIP_REASON)
+pytestmark = [pytest.mark.skipif(not rt.have_bundle(), reason=rt.SKIP_REASON), pytest.mark.slow]
 
 # The two choices of the original hand deployment that no tree holds (stack_original_20260307.yml says why): the
 # cu130 torch nightly of the commit's date instead of SGLang's torch==2.9.1, and FlashInfer one release after
