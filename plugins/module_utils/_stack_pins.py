@@ -27,7 +27,6 @@ import fnmatch
 import re
 
 try:
-    from packaging.markers import default_environment
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
@@ -37,7 +36,7 @@ except ImportError as exc:  # pragma: no cover - only on hosts without packaging
     HAS_PACKAGING = False
     PACKAGING_IMPORT_ERROR = exc
     InvalidRequirement = InvalidVersion = ValueError
-    Requirement = Version = default_environment = None
+    Requirement = Version = None
 
     def canonicalize_name(name):
         return re.sub(r"[-_.]+", "-", name).lower()

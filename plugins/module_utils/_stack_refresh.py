@@ -486,8 +486,8 @@ def patch_report(root, patches, target_archs, cuda):
     together = {"state": "applies", "reason": ""}
     try:
         r = tree.plan(root, patches=list(patches), target_archs=target_archs, cuda_version=cuda)
-        together["reason"] = "%d apply, %d hold, %d not needed" % (len(r["applied"]), len(r["already_applied"]),
-                                                                    len(r["not_needed"]))
+        counts = (len(r["applied"]), len(r["already_applied"]), len(r["not_needed"]))
+        together["reason"] = "%d apply, %d hold, %d not needed" % counts
         if not r["changed"]:
             together["state"] = "holds"
     except tree.PatchError as exc:

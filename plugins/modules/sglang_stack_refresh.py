@@ -108,6 +108,7 @@ options:
     description: The SM12x patches whose state is reported (choices of M(blackwell.sglang.sgl_kernel_patch)).
     type: list
     elements: str
+    choices: [cmake_policy_guards, cccl_include, fa3_soft_fallback, drop_sparse_attn, skip_fa3_build, sm120_only]
     default: [cmake_policy_guards, cccl_include, fa3_soft_fallback, drop_sparse_attn, skip_fa3_build, sm120_only]
   target_archs:
     description: Gencode targets for the C(sm120_only) patch.
@@ -389,8 +390,8 @@ def main():
         if git:
             root, commit, date = _git_tree(module, git, src, p["ref"] or "HEAD", scratch)
             if p["commit"] and p["commit"] != commit:
-                module.fail_json(msg="commit %s is not what ref %r resolves to (%s)" % (p["commit"], p["ref"] or "HEAD",
-                                                                                      commit))
+                module.fail_json(msg="commit %s is not what ref %r resolves to (%s)"
+                                 % (p["commit"], p["ref"] or "HEAD", commit))
             date = p["commit_date"] or date
         else:
             if p["ref"]:
