@@ -10,7 +10,6 @@ A requirement on a protected distribution the stack does not pin is *missing*; a
 user's clone) the bundle tests skip with the reason.
 """
 
-import fnmatch
 import json
 import os
 import pathlib
@@ -21,16 +20,15 @@ import tomllib
 import pytest
 import yaml
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+from ansible_collections.blackwell.sglang.plugins.module_utils import _stack_pins as stack_pins
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 INVENTORY = REPO / "inventories" / "blackwell" / "group_vars" / "all"
 UPSTREAM = pathlib.Path(os.environ.get("BLACKWELL_UPSTREAM") or REPO.parent / "shared" / "upstream")
 # The deployment target (README: Debian 12 / Ubuntu 22.04+, Python 3.11, x86_64 servers).
-TARGET = {"sys_platform": "linux", "platform_system": "Linux", "platform_machine": "x86_64", "os_name": "posix",
-          "python_version": "3.11", "python_full_version": "3.11.2", "implementation_name": "cpython",
-          "platform_python_implementation": "CPython", "extra": ""}
+TARGET = stack_pins.TARGET
 STACKS = {"original_20260307": "stack_original_20260307.yml", "current": "stack_current.yml"}
 
 
@@ -44,69 +42,17 @@ def protected_patterns():
     return [p for p in defaults["sglang_source_protected_packages"] if p != "sglang"]
 
 
-def pinned_versions(pins):
-    """Distribution (canonical name) -> version string the stack installs through another role."""
-    out = {"torch": pins["torch"], "flashinfer-python": pins["flashinfer"], "flashinfer-cubin": pins["flashinfer"],
-           "flashinfer-jit-cache": pins["flashinfer"],
-           canonicalize_name(pins["sgl_kernel_distribution"]): pins["sgl_kernel"]}
-    for name in ("torchvision", "torchaudio"):
-        if pins.get(name):
-            out[name] = pins[name]
-    return out
+def test_the_refresh_protects_what_sglang_source_protects():
+    assert list(stack_pins.PROTECTED) == protected_patterns()
 
 
+# The resolution and the companion rules are the collection's own (plugins/module_utils/_stack_pins.py), shared with
+# the stack refresh (sglang_stack_refresh).
 def resolve(requirements, pins, protected):
-    """Problems (list of str) of the stack ``pins`` against SGLang's ``requirements`` (PEP 508 strings)."""
-    pinned = pinned_versions(pins)
-    overrides = {canonicalize_name(k): v for k, v in (pins.get("sglang_requirement_overrides") or {}).items()}
-    problems, required = [], set()
-    for line in requirements:
-        req = Requirement(line)
-        if req.marker is not None and not req.marker.evaluate(TARGET):
-            continue
-        name = canonicalize_name(req.name)
-        if not any(fnmatch.fnmatch(name, p) for p in protected):
-            continue
-        required.add(name)
-        if name not in pinned:
-            problems.append("missing: SGLang requires %s, the stack pins no %s" % (line, name))
-            continue
-        ok = req.specifier.contains(Version(pinned[name]), prereleases=True)
-        if not ok and name not in overrides:
-            problems.append("conflict: SGLang requires %s, the stack pins %s==%s (no sglang_requirement_overrides entry)"
-                            % (line, name, pinned[name]))
-        if ok and name in overrides:
-            problems.append("stale override: %s==%s satisfies SGLang's %s" % (name, pinned[name], line))
-    for name, reason in overrides.items():
-        if name not in required:
-            problems.append("override of %s, which SGLang does not require" % name)
-        if not str(reason or "").strip():
-            problems.append("override of %s without a reason" % name)
-    return problems
+    return stack_pins.resolve(requirements, pins, protected, TARGET)
 
 
-def companion_problems(pins):
-    """torchvision / torchaudio must be builds for the stack's torch (same CUDA tag; nightlies of the same date)."""
-    torch = Version(pins["torch"])
-    problems = []
-    for name in ("torchvision", "torchaudio"):
-        if not pins.get(name):
-            problems.append("%s is not pinned" % name)
-            continue
-        v = Version(pins[name])
-        if v.local != torch.local:
-            problems.append("%s %s is not a %s build like torch %s" % (name, v, torch.local, torch))
-        if (v.dev is None) != (torch.dev is None) or (torch.dev is not None and v.dev != torch.dev):
-            problems.append("%s %s is not of torch %s's nightly date" % (name, v, torch))
-    vision = Version(pins.get("torchvision") or "0")
-    # torchvision 0.(M+15) pairs with torch 2.M: 0.27 <-> 2.12, 0.28 <-> 2.13 (torchvision 0.28.0 requires torch==2.13.0)
-    if (vision.major, vision.minor) != (0, torch.minor + 15) or torch.major != 2:
-        problems.append("torchvision %s does not pair with torch %s (0.(M+15) <-> 2.M)" % (vision, torch))
-    audio = Version(pins.get("torchaudio") or "0")
-    # torchaudio's last release line is 2.11 (stable ABI, supports torch>=2.11); before that it paired minor by minor
-    if (audio.major, audio.minor) != (2, min(torch.minor, 11)):
-        problems.append("torchaudio %s does not pair with torch %s" % (audio, torch))
-    return problems
+companion_problems = stack_pins.companion_problems
 
 
 # --- checks that need no bundle ------------------------------------------------------------------------------------

@@ -1,0 +1,143 @@
+"""The module as Ansible runs it: playbooks/stack_refresh.yml through ansible-playbook on the real current tree
+(the file written beside the stacks, idempotent, check mode, never over another file), git checkouts at a ref, and
+bad input naming the option."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+import refresh_trees as rt
+
+PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+NAME = "20260818_d55f1c28e2"
+
+
+def _stack_dir(tmp_path):
+    out = tmp_path / "group_vars_all"
+    out.mkdir()
+    for name in ("stack_current.yml", "stack_original_20260307.yml"):
+        shutil.copy(os.path.join(rt.STACK_DIR, name), str(out / name))
+    return out
+
+
+def _play(tmp_path, extra, check=False):
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(rt.ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
+    extra = dict(extra, ansible_python_interpreter=sys.executable)
+    (tmp_path / "extra.json").write_text(json.dumps(extra))
+    cmd = [PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(rt.ROOT, "playbooks", "stack_refresh.yml"),
+           "-e", "@" + str(tmp_path / "extra.json")] + (["--check"] if check else [])
+    proc = subprocess.run(cmd, cwd=rt.ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.fixture(name="current", scope="module")
+def fixture_current(tmp_path_factory):
+    if not rt.have_bundle():
+        pytest.skip(rt.SKIP_REASON)
+    pin = rt.pins()["current"]
+    return rt.unpack(pin, tmp_path_factory.mktemp("current")), pin["commit"], rt.commit_date(pin)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists(PLAYBOOK), reason="ansible-playbook not installed next to this python")
+def test_playbook_writes_the_stack_once(tmp_path, current):
+    root, commit, date = current
+    stacks = _stack_dir(tmp_path)
+    extra = {"stack_refresh_src": root, "stack_refresh_commit": commit, "stack_refresh_commit_date": date,
+             "stack_refresh_stack_dir": str(stacks), "stack_refresh_base": "original_20260307",
+             "stack_refresh_source_cache": rt.UPSTREAM,
+             "stack_refresh_service": {"fp4_gemm_backend": "flashinfer_cutlass"}}
+    rc, out = _play(tmp_path, extra, check=True)
+    assert rc == 0, out[-4000:]
+    assert not (stacks / ("stack_%s.yml" % NAME)).exists(), "check mode wrote the file"
+    assert "changed=1" in out
+    rc, out = _play(tmp_path, extra)
+    assert rc == 0, out[-4000:]
+    assert "changed=1" in out
+    written = yaml.safe_load((stacks / ("stack_%s.yml" % NAME)).read_text())["blackwell_stack_" + NAME]
+    hand = yaml.safe_load((stacks / "stack_current.yml").read_text())["blackwell_stack_current"]
+    assert dict((k, written[k]) for k in hand) == hand
+    for needle in ("sgl_kernel 0.3.21 -> 0.4.6.post1", "torch 2.12.0.dev20260307+cu130 -> 2.13.0+cu130",
+                   "source repo-triton v3.7.1 (CMakeLists.txt:66): missing from the cache",
+                   "source repo-flashmla 05e26647fe840b8baedae486c2d86d5ce4efeb7c (cmake/flashmla.cmake:3): in the "
+                   "cache at another revision", "source repo-cutlass 57e3cfb47a2d9e0d46eb6335c3dc411498efa198 "
+                   "(CMakeLists.txt:50): in the cache", "patch sm120_only: applies",
+                   "blackwell_stack: " + NAME):
+        assert needle in out, needle
+    # the same tree again: the same bytes, no change; against another base the header differs, the stack not
+    rc, out = _play(tmp_path, extra)
+    assert rc == 0 and "changed=0" in out, out[-4000:]
+    rc, out = _play(tmp_path, dict(extra, stack_refresh_base="current"))
+    assert rc == 0 and "changed=0" in out, out[-4000:]
+    assert "Changes against stack original_20260307" in (stacks / ("stack_%s.yml" % NAME)).read_text()
+    # the same name with other content: refused, the file left alone
+    before = (stacks / ("stack_%s.yml" % NAME)).read_text()
+    rc, out = _play(tmp_path, dict(extra, stack_refresh_service={"fp4_gemm_backend": "flashinfer_cudnn"}))
+    assert rc != 0 and "exists with other content; a stack file is never overwritten" in out, out[-4000:]
+    assert (stacks / ("stack_%s.yml" % NAME)).read_text() == before
+
+
+def _git(cwd, *args, date=None):
+    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
+               GIT_COMMITTER_EMAIL="t@t")
+    if date:
+        env.update(GIT_AUTHOR_DATE=date, GIT_COMMITTER_DATE=date)
+    return subprocess.run(["git"] + list(args), cwd=str(cwd), env=env, check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_git_checkout_is_read_at_the_ref(tmp_path):
+    deps = ["torch==2.13.0", "torchaudio==2.11.0", "flashinfer_python==0.6.17", "sglang-kernel==0.4.6.post1"]
+    root = rt.small_tree(tmp_path, deps)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "first", date="2026-11-30T10:00:00+00:00")
+    first = _git(root, "rev-parse", "HEAD")
+    # the next commit (and an uncommitted edit) move torch on: the ref decides what is read
+    text = (tmp_path / "sglang" / "python" / "pyproject.toml").read_text()
+    pyproject = tmp_path / "sglang" / "python" / "pyproject.toml"
+    pyproject.write_text(text.replace("torch==2.13.0", "torch==2.14.0").replace("torchaudio==2.11.0", "torchaudio==2.10.0"))
+    _git(root, "commit", "-qam", "second", date="2026-12-01T10:00:00+00:00")
+    pyproject.write_text(text)  # uncommitted: never read
+    stacks = _stack_dir(tmp_path)
+    result = rt.run_module({"src": root, "ref": first, "stack_dir": str(stacks), "service": rt.SERVICE,
+                            "patches": []}, tmp_path)
+    assert result.get("failed") is not True, result
+    assert result["commit"] == first and result["name"] == "20261130_" + first[:10]
+    assert result["stack"]["torch"] == "2.13.0+cu130" and result["changed"] is True
+    assert os.path.isfile(result["path"])
+    assert any(line.startswith("sglang_ref d55f1c28e2 -> %s" % first[:10]) for line in result["report_lines"])
+    # HEAD (not the working tree): torchaudio 2.10 does not pair with torch 2.14: refused, naming the cause
+    result = rt.run_module({"src": root, "stack_dir": str(stacks), "service": rt.SERVICE, "patches": []}, tmp_path)
+    assert result.get("failed") is True and result["msg"].startswith("refused: the tree's pins cannot be satisfied")
+    assert any("torchaudio==2.10.0, which has no release for its torch==2.14.0" in c for c in result["causes"]), result
+
+
+@pytest.mark.parametrize("args, needle", [
+    ({"ref": "main"}, "ref: "),
+    ({"commit": ""}, "commit: required for a plain directory"),
+    ({"commit_date": ""}, "commit_date: required for a plain directory"),
+    ({"commit": "abc"}, "commit must be a full 40-digit"),
+    ({"base": "nosuch"}, "base: no stack 'nosuch'"),
+    ({"service": {"kv_cache": "bf16"}}, "service: unknown key(s) kv_cache"),
+    ({"overrides": {"torch": {"version": "2.13.0"}}}, "overrides.torch.reason is empty"),
+    ({"cuda": "cu130"}, "cuda must be a CUDA major.minor"),
+    ({"name": "My Stack"}, "name must be lower-case"),
+    ({"stack_dir": "/nonexistent/dir"}, "stack_dir: /nonexistent/dir is not a directory"),
+], ids=["ref-without-git", "no-commit", "no-date", "short-commit", "unknown-base", "service-key", "override-reason",
+        "cuda", "name", "stack-dir"])
+def test_bad_input_names_the_option(tmp_path, args, needle):
+    root = rt.small_tree(tmp_path, ["torch==2.13.0", "torchaudio==2.11.0", "flashinfer_python==0.6.17",
+                                    "sglang-kernel==0.4.6.post1"])
+    full = {"src": root, "commit": "0123456789abcdef0123456789abcdef01234567", "commit_date": "2026-12-01",
+            "stack_dir": str(_stack_dir(tmp_path)), "patches": []}
+    full.update(args)
+    result = rt.run_module(full, tmp_path)
+    assert result.get("failed") is True and "Traceback" not in json.dumps(result), result
+    assert needle in result["msg"], result["msg"]
