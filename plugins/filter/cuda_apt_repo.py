@@ -19,11 +19,11 @@ options:
     type: dict
     required: true
   slug_map:
-    description: Distribution to version to slug, C({"Debian": {"12": "debian12"}}) (C(sglang_stack_cuda_apt_distro_slugs)).
+    description: 'Distribution to version to slug, C({"Debian": {"12": "debian12"}}) (C(sglang_stack_cuda_apt_distro_slugs)).'
     type: dict
     required: true
   arch_map:
-    description: Architecture to repository directory, C({"x86_64": "x86_64", "aarch64": "sbsa"}).
+    description: 'Architecture to repository directory, C({"x86_64": "x86_64", "aarch64": "sbsa"}).'
     type: dict
     required: true
   slug:
@@ -31,7 +31,7 @@ options:
     type: str
     default: ""
   supported:
-    description: Optional C({architecture: [slug, ...]}) of the slugs NVIDIA publishes per architecture.
+    description: 'Optional C({architecture: [slug, ...]}) of the slugs NVIDIA publishes per architecture.'
     type: dict
 """
 

@@ -57,8 +57,8 @@ def _local(**host_vars):
     ({"NCCL_P2P_DISABLE": "1"}, {}, True),                                   # nobody sets it: the warning stays
 ])
 def test_the_ptxas_warning_reads_the_environment_the_unit_gets(tmp_path, computed_env, extra_env, warned):
-    run = run_role(tmp_path, "sglang_service", dict(SERVICE, sglang_stack_service_env=computed_env,
-                                                   sglang_service_extra_env=extra_env))
+    overrides = dict(SERVICE, sglang_stack_service_env=computed_env, sglang_service_extra_env=extra_env)
+    run = run_role(tmp_path, "sglang_service", overrides)
     assert "Warn about the service environment" in run.out, run      # the task was reached
     assert (WARNING in run.out) == warned, run
 
