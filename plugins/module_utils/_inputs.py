@@ -40,6 +40,7 @@ Why each rule exists:
 * ``duration``: a Prometheus duration (``15s``, ``2m``, ``1h30m``, ``30d``); ``timespan``: a systemd time span
   (``1min``, ``15s``, ``2h 30min``).
 * ``url(schemes=, empty=)``: ``scheme://host[:port][/path]`` without whitespace; ``empty=True`` also accepts ``""``.
+* ``git_url``: what git clones without reading it as an option (a URL, an absolute path, ``user@host:path``).
 * ``pattern(regex, what)``: the whole value matches ``regex`` (``what`` says in words what is expected).
 * ``gemm_shapes`` / ``moe_shapes``: the FP4 probe's shapes (``[{n, k}]`` with ``k % 32 == 0``;
   ``[{hidden, intermediate, experts, top_k}]`` with ``top_k <= experts``), whole numbers > 0.
@@ -355,6 +356,18 @@ def rule_url(name, value, schemes=("http", "https"), empty=False):
             % (name, "/".join(schemes), _show(mask_url(text) if isinstance(text, str) else text))]
 
 
+_GIT_URL = re.compile(r"^(https?|ssh|git|file)://\S+$|^/\S*$|^[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+$")
+
+
+def rule_git_url(name, value):
+    """A repository git can clone that it cannot read as an option: a URL (https, ssh, git, file), an absolute path or
+    ``user@host:path``; credentials in it are masked in the message."""
+    if isinstance(value, str) and _GIT_URL.match(value):
+        return []
+    shown = mask_url(value) if isinstance(value, str) else value
+    return ["%s must be a URL, an absolute path or user@host:path, got %s" % (name, _show(shown))]
+
+
 def rule_pattern(name, value, regex, what):
     """The whole value (a list: every item) matches ``regex``; ``what`` describes it in words."""
     out = []
@@ -456,6 +469,7 @@ RULES = {
     "timespan": rule_timespan,
     "url": rule_url,
     "pattern": rule_pattern,
+    "git_url": rule_git_url,
     "gemm_shapes": rule_gemm_shapes,
     "moe_shapes": rule_moe_shapes,
     "commit_id": rule_commit_id,

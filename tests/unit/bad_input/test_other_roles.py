@@ -54,7 +54,7 @@ CASES = [
      ["sglang_release_dir", "/etc"]),
     ("release-root-relative", "sglang_release", None, {"sglang_release_root": "opt/sglang"}, ["sglang_release_root", "absolute path"]),
     ("release-id-length-zero", "sglang_release", None, {"sglang_release_id_length": 0}, ["sglang_release_id_length", "> 0"]),
-    ("preflight-smoke-timeout-zero", "preflight", None, {"preflight_nccl_smoke_timeout": 0}, ["preflight_nccl_smoke_timeout", "> 0"]),
+    ("preflight-smoke-timeout-zero", "preflight", None, {"preflight_nccl_smoke_timeout": 0}, ["preflight_nccl_smoke_timeout", ">= 1, got 0"]),
     ("preflight-smoke-size-negative", "preflight", None, {"preflight_nccl_smoke_size_mb": -64}, ["preflight_nccl_smoke_size_mb", "got -64"]),
     ("preflight-python-relative", "preflight", None, {"preflight_python": "venv/bin/python"}, ["preflight_python", "absolute path"]),
     ("bench-port-zero", "sglang_benchmark", None, {"sglang_benchmark_port": 0}, ["sglang_benchmark_port", "1-65535"]),
