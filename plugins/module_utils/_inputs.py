@@ -47,6 +47,7 @@ Why each rule exists:
 * ``commit_id(allow=)``: a commit id (7 to 64 hex digits). A branch or tag moves while the release key stays the
   same, so the same release id would stand for different code; ``allow`` names the switch that accepts one.
 * ``model_path``: ``""`` (none yet), an absolute path without ``..`` or a Hugging Face repository id ``org/name``.
+* ``outside_collection(root=)``: a controller path (report, cache) that is not inside the installed collection.
 
 Stack-contract aliases (:func:`alias_problems`): a role variable that stands for a value of the stack contract
 (``torch_nightly_version`` for ``sglang_stack_torch_version``, the table ``sglang_stack_pin_aliases`` of
@@ -58,6 +59,7 @@ from __future__ import annotations
 
 import ast
 import ipaddress
+import os
 import re
 
 _ENV_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -200,12 +202,14 @@ def rule_git_ref(name, value):
 
 
 def rule_name_component(name, value):
-    """One path component: release ids, rollback targets, marker names."""
-    text = "" if value is None else str(value)
-    if text in (".", "..") or not _NAME_COMPONENT.match(text):
-        return ["%s must be a single name ([A-Za-z0-9_][A-Za-z0-9._+@-]*, no '/', not '.' or '..'), got %s"
-                % (name, _show(text))]
-    return []
+    """One path component: release ids, rollback targets, marker names, user and unit names (a list: every item)."""
+    out = []
+    for label, item in _items(name, value):
+        text = "" if item is None else str(item)
+        if text in (".", "..") or not _NAME_COMPONENT.match(text):
+            out.append("%s must be a single name ([A-Za-z0-9_][A-Za-z0-9._+@-]*, no '/', not '.' or '..'), got %s"
+                       % (label, _show(text)))
+    return out
 
 
 def rule_pip_requirement(name, value):
@@ -294,7 +298,10 @@ _MAJOR_MINOR = re.compile(r"^(\d+)\.(\d+)$")
 
 
 def rule_major_minor(name, value, min=None):  # pylint: disable=redefined-builtin
-    """``"13.0"``: digits, one dot, digits; at least ``min`` (a major.minor string) when given."""
+    """``"13.0"``: digits, one dot, digits (a number as YAML reads ``13.0`` too); at least ``min`` (a major.minor
+    string) when given."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = str(value)
     match = _MAJOR_MINOR.match(value) if isinstance(value, str) else None
     if not match:
         return ["%s must be a major.minor version such as \"13.0\", got %s" % (name, _show(value))]
@@ -344,9 +351,14 @@ def rule_timespan(name, value):
 
 
 def rule_url(name, value, schemes=("http", "https"), empty=False):
-    """``scheme://host[:port][/path]``; credentials in it are masked in the message."""
+    """``scheme://host[:port][/path]`` (``file:///path`` for the scheme file); credentials are masked in the message.
+    A list: every item."""
+    if isinstance(value, (list, tuple)):
+        return [m for label, item in _items(name, value) for m in rule_url(label, item, schemes, empty)]
     text = "" if value is None else value
     if empty and text == "":
+        return []
+    if isinstance(text, str) and "file" in schemes and re.match(r"^file:///[^\s]*$", text):
         return []
     if isinstance(text, str):
         match = re.match(r"^([a-z][a-z0-9+.-]*)://([^\s/?#@]+@)?(\[[0-9A-Fa-f:.]+\]|[^\s/:?#\[\]@]+)(:\d{1,5})?([/?#]\S*)?$", text)
@@ -430,6 +442,27 @@ def rule_commit_id(name, value, allow=None):
             % (name, _show(text), text or "<ref>", hint)]
 
 
+# The collection this file belongs to: plugins/module_utils/<this file> (on the controller, where the filters run).
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def rule_outside_collection(name, value, root=None):
+    """A controller path (a report, a cache) not inside the installed collection (``root``, default the one this file
+    belongs to). An installed collection is the directory with ``MANIFEST.json`` that ``ansible-galaxy collection
+    install`` replaces as a whole: what is written there is lost on the next install, and a model copy of hundreds of
+    GB fills the collections path. A checkout (no ``MANIFEST.json``) keeps its ``.cache/`` for development."""
+    root = root or COLLECTION_ROOT
+    text = "" if value is None else str(value)
+    if not text or not os.path.isfile(os.path.join(root, "MANIFEST.json")):
+        return []
+    real, top = os.path.realpath(os.path.expanduser(text)), os.path.realpath(root)
+    if real != top and not real.startswith(top + os.sep):
+        return []
+    return ["%s is %s, inside the installed collection %s: ansible-galaxy replaces that directory on the next install. "
+            "Put it in your inventory's directory or under $XDG_CACHE_HOME (~/.cache/blackwell-sglang)"
+            % (name, _show(text), top)]
+
+
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
@@ -474,6 +507,7 @@ RULES = {
     "moe_shapes": rule_moe_shapes,
     "commit_id": rule_commit_id,
     "model_path": rule_model_path,
+    "outside_collection": rule_outside_collection,
 }
 
 _SPECS = {}
