@@ -12,8 +12,12 @@ Known names (:func:`known_names`), read from the collection's own files under ``
 * every option of every entry point of ``roles/*/meta/argument_specs.yml`` and every key of ``roles/*/defaults/*.yml``
   and ``roles/*/vars/*.yml``;
 * every name the roles' and playbooks' tasks define: ``register``, the keys of ``set_fact``, ``vars`` of a task, block
-  or play, ``loop_control.loop_var`` / ``index_var`` (facts and results of an earlier play are variables of the host
-  too, and must not be reported).
+  or play, ``include_vars``' ``name``, ``loop_control.loop_var`` / ``index_var`` (facts and results of an earlier play
+  are variables of the host too, and must not be reported);
+* every name they read with a default (``sglang_benchmark_hosts | default('sglang_servers')`` in a play's ``hosts``):
+  a setting of the playbooks that no role defines;
+* every quoted name with a role prefix in the controller-side plugins (``plugins/filter``, ``plugins/action``): the
+  per-host settings a filter reads from ``hostvars`` (``sglang_prometheus_scrape_address``).
 
 A host variable is *checked* (:func:`unknown`) when it carries a role's prefix (``<role>_``, which includes the
 stack contract's ``sglang_stack_``) or a misspelling of one (the start of the name within a similarity ratio of 0.8
@@ -30,6 +34,7 @@ from __future__ import annotations
 import difflib
 import glob
 import os
+import re
 
 import yaml
 
@@ -41,6 +46,10 @@ RENAMED = {
 }
 
 _SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
+_INCLUDE_VARS = ("ansible.builtin.include_vars", "include_vars")
+_QUOTED = re.compile(r"[\"']([a-z][a-z0-9_]*)[\"']")
+# a name read with a default: "x | default(...)"
+_DEFAULTED = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\s*\|\s*(?:ansible\.builtin\.)?default\b")
 _BLOCKS = ("block", "rescue", "always")
 _PLAY_TASKS = ("pre_tasks", "tasks", "post_tasks", "handlers")
 # the similarity a name's start needs to a role prefix to count as a misspelling of it
@@ -81,6 +90,9 @@ def _task_names(tasks, out):
         for key in _SET_FACT:
             if isinstance(task.get(key), dict):
                 out.update(str(k) for k in task[key] if k != "cacheable")
+        for key in _INCLUDE_VARS:
+            if isinstance(task.get(key), dict) and isinstance(task[key].get("name"), str):
+                out.add(task[key]["name"])
         control = task.get("loop_control")
         if isinstance(control, dict):
             out.update(str(control[k]) for k in ("loop_var", "index_var") if isinstance(control.get(k), str))
@@ -111,6 +123,15 @@ def known_names(root):
     for pattern in ("tasks", "handlers"):
         for path in sorted(glob.glob(os.path.join(root, "roles", "*", pattern, "*.yml"))):
             _task_names(_load(path), out)
+    for path in sorted(glob.glob(os.path.join(root, "roles", "*", "tasks", "*.yml"))
+                       + glob.glob(os.path.join(root, "playbooks", "*.yml"))):
+        with open(path, encoding="utf-8") as handle:
+            out.update(_DEFAULTED.findall(handle.read()))
+    prefixes = tuple(role_prefixes(root))
+    for path in sorted(glob.glob(os.path.join(root, "plugins", "filter", "*.py"))
+                       + glob.glob(os.path.join(root, "plugins", "action", "*.py"))):
+        with open(path, encoding="utf-8") as handle:
+            out.update(n for n in _QUOTED.findall(handle.read()) if n.startswith(prefixes))
     for path in sorted(glob.glob(os.path.join(root, "playbooks", "*.yml"))):
         for play in _load(path) or []:
             if not isinstance(play, dict):
