@@ -11,10 +11,10 @@ module: unknown_variables
 short_description: Find host variables with a role's prefix that no role of the collection defines (misspellings)
 version_added: "0.1.0"
 description:
-  - Ansible ignores a variable nobody reads, so a misspelt one (C(sglang_servcie_tp_size: 8)) leaves the default in
+  - "Ansible ignores a variable nobody reads, so a misspelt one (C(sglang_servcie_tp_size: 8)) leaves the default in
     place without a word. This compares the host's variables with every name the collection defines (the roles'
-    argument specs, defaults and vars, and what their tasks and playbooks register or set) and reports each one that
-    carries a role's prefix, or a misspelling of one, and is not among them, with the nearest real name.
+    argument specs, defaults and vars, and what their tasks and playbooks register, set or read) and reports each one
+    that carries a role's prefix, or a misspelling of one, and is not among them, with the nearest real name."
   - A name the collection no longer reads (C(blackwell_stack), now C(sglang_stack_preset)) is reported with its
     successor.
   - Private names (C(__<role>_x)) are never reported. The preflight runs it first (C(preflight_unknown_variables)).
@@ -84,3 +84,18 @@ checked:
   returned: always
   type: int
 """
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(argument_spec=dict(
+        mode=dict(type="str", default="warn", choices=["warn", "fail"]),
+        names=dict(type="list", elements="str"),
+        ignore=dict(type="list", elements="str", default=[]),
+    ), supports_check_mode=True)
+    module.fail_json(msg="blackwell.sglang.unknown_variables is an action plugin; it cannot run as a module")
+
+
+if __name__ == "__main__":
+    main()
