@@ -115,6 +115,8 @@ CASES = [
     ("cuda-version-old", "cuda_toolchain", None, {"cuda_toolchain_cuda_version": "12.4"}, ["cuda_toolchain_cuda_version must be 12.8 or later"]),
     ("cuda-verify-arch-plain", "cuda_toolchain", None, {"cuda_toolchain_verify_arch": "120"}, ["cuda_toolchain_verify_arch", "'120'"]),
     ("cuda-repo-url", "cuda_toolchain", None, {"cuda_toolchain_apt_repo_url": "ftp://mirror/cuda"}, ["cuda_toolchain_apt_repo_url"]),
+    ("cuda-repo-base-url", "cuda_toolchain", None, {"cuda_toolchain_apt_repo_base_url": "ftp://mirror/cuda"},
+     ["cuda_toolchain_apt_repo_base_url must be a http/https/file URL"]),
     ("cuda-retries-negative", "cuda_toolchain", None, {"cuda_toolchain_pip_retries": -1}, ["cuda_toolchain_pip_retries", "got -1"]),
     ("torch-index-url", "torch_nightly", None, {"torch_nightly_index_url": "download.pytorch.org"}, ["torch_nightly_index_url"]),
     ("torch-expected-cuda", "torch_nightly", None, {"torch_nightly_expected_cuda": "latest"}, ["torch_nightly_expected_cuda"]),
