@@ -13,22 +13,34 @@ REPO_URL = "file:///srv/cuda-standin/debian12/x86_64/"
 
 @pytest.fixture(scope="module")
 def logs():
-    return {name: (RUN_DIR / ("%s.log" % name)).read_text() for name in ("toolchain", "site-check")}
+    return {name: (RUN_DIR / ("%s.log" % name)).read_text() for name in ("new-inventory", "toolchain", "site-check")}
 
 
 def test_the_runs_used_the_installed_collection_only():
     installed = RUN_DIR / "collections" / "ansible_collections" / "blackwell" / "sglang"
     assert (installed / "MANIFEST.json").is_file()
     assert not (RUN_DIR / "collections" / "ansible_collections" / "ansible").exists()     # ansible.posix: --no-deps
-    cfg = (RUN_DIR / "ansible.cfg").read_text()
-    assert "collections_scan_sys_path = false" in cfg and str(RUN_DIR / "collections") in cfg
+    # nothing the runs wrote (inventory, caches, reports) went into the installed collection
+    assert not (installed / ".cache").exists()
+
+
+def test_new_inventory_wrote_the_users_inventory(logs):
+    assert logs["new-inventory"].rstrip().endswith("rc=0"), logs["new-inventory"][-3000:]
+    inventory = RUN_DIR / "inventory"
+    for name in ("hosts.yml", "ansible.cfg", "group_vars/all/sglang_stack.yml", "group_vars/all/sglang_service.yml"):
+        assert (inventory / name).is_file(), name
+    # the preset is selected, no pin is copied: the pins are the installed collection's
+    stack = (inventory / "group_vars/all/sglang_stack.yml").read_text()
+    assert "sglang_stack_preset: original_20260307" in stack and "sglang_stack_torch_version" not in stack
+    # the API key is in an ansible-vault file, as the playbook's last step says
+    assert (inventory / "group_vars/all/vault.yml").read_text().startswith("$ANSIBLE_VAULT;")
 
 
 @pytest.mark.parametrize("name", ["toolchain", "site-check"])
 def test_both_runs_passed_without_warnings_about_the_inventory(logs, name):
     out = logs[name]
     assert out.rstrip().endswith("rc=0"), out[-3000:]
-    assert re.search(r"box-01 +: ok=\d+ +changed=\d+ +unreachable=0 +failed=0", out), out[-3000:]
+    assert re.search(r"sglang-01 +: ok=\d+ +changed=\d+ +unreachable=0 +failed=0", out), out[-3000:]
     assert "Could not match supplied host pattern" not in out           # no sglang_gateways group: no warning
     assert "[WARNING]: Skipping callback" not in out and "Error loading plugin" not in out
 
@@ -38,6 +50,18 @@ def test_the_preflight_passed_the_repository_the_role_then_used(logs):
     assert "PASS | distribution | Debian 12." in out and "CUDA apt repository debian12/x86_64" in out, out[-3000:]
     assert "SKIP | model_path | no model path set" in out                 # the default: empty, not a crash
     assert "Add NVIDIA's CUDA apt repository (%s)" % REPO_URL in out
+
+
+def test_the_misspelt_variable_is_named_with_the_real_one(logs):
+    warning = [line for line in logs["toolchain"].splitlines() if line.startswith("[WARNING]: sglang_servcie_tp_size ")]
+    assert warning and "sglang_service_tp_size" in warning[0], logs["toolchain"][-3000:]
+
+
+def test_the_stack_is_the_installed_presets(logs):
+    """The user's inventory selects a preset only: the toolkit, torch and FlashInfer of the run are the preset's."""
+    out = logs["toolchain"]
+    for pin in ("2.12.0.dev20260307+cu130", "0.6.5"):
+        assert pin in out, pin
 
 
 def test_the_dry_run_reports_the_hub_model_and_no_false_ptxas_warning(logs):
