@@ -1,11 +1,13 @@
 """A new user's first run (converge.yml): what the bare server got from the apt method, and what the runs of the
 installed collection printed (their output is in Molecule's ephemeral directory, <dir>/first_run/<run>.log)."""
 
+import json
 import os
 import pathlib
 import re
 
 import pytest
+import yaml
 
 RUN_DIR = pathlib.Path(os.environ.get("MOLECULE_EPHEMERAL_DIRECTORY", "/nonexistent")) / "first_run"
 REPO_URL = "file:///srv/cuda-standin/debian12/x86_64/"
@@ -57,11 +59,17 @@ def test_the_misspelt_variable_is_named_with_the_real_one(logs):
     assert warning and "sglang_service_tp_size" in warning[0], logs["toolchain"][-3000:]
 
 
-def test_the_stack_is_the_installed_presets(logs):
-    """The user's inventory selects a preset only: the toolkit, torch and FlashInfer of the run are the preset's."""
-    out = logs["toolchain"]
-    for pin in ("2.12.0.dev20260307+cu130", "0.6.5"):
-        assert pin in out, pin
+def test_the_staged_release_has_the_installed_presets_pins(host):
+    """The user's inventory selects a preset only: the release key of the staged release holds that preset's pins,
+    as the installed collection defines them (sglang_stack_presets)."""
+    defaults = RUN_DIR / "collections" / "ansible_collections" / "blackwell" / "sglang" / "roles" / "sglang_stack" \
+        / "defaults" / "main.yml"
+    preset = yaml.safe_load(defaults.read_text())["sglang_stack_presets"]["original_20260307"]
+    found = host.run("cat /opt/sglang/releases/*/release-key.json")
+    assert found.rc == 0, found.stderr
+    key = json.loads(found.stdout)["key"]
+    assert (key["torch_version"], key["flashinfer_version"], key["cuda_version"]) == \
+        (preset["torch"], preset["flashinfer"], preset["cuda"]), key
 
 
 def test_the_dry_run_reports_the_hub_model_and_no_false_ptxas_warning(logs):
