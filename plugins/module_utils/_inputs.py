@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import ast
 import ipaddress
+import math
 import os
 import re
 
@@ -280,7 +281,7 @@ def rule_number(name, value, min=None, max=None, gt=None, lt=None):  # pylint: d
     out = []
     for label, item in _items(name, value):
         num = _number(item)
-        bad = (num is None or num != num or (min is not None and num < min) or (max is not None and num > max)
+        bad = (num is None or math.isnan(num) or (min is not None and num < min) or (max is not None and num > max)
                or (gt is not None and num <= gt) or (lt is not None and num >= lt))
         if bad:
             bounds = _bounds_text(min, max, gt, lt)

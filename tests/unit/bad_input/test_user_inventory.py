@@ -31,7 +31,7 @@ CONTRACT = yaml.safe_load((pathlib.Path(ROOT) / "roles" / "sglang_stack" / "defa
     ("preflight_min_disk", 100, "preflight_min_disk_gb"),
     ("sglang_service_api_key_env", "SGLANG_KEY", "sglang_service_api_key"),
     ("blackwell_stack", "current", "sglang_stack_preset"),              # the name the collection no longer reads
-], ids=lambda v: str(v))
+], ids=str)
 def test_a_misspelt_variable_is_named_with_the_nearest_real_one(tmp_path, name, value, nearest):
     run = run_role(tmp_path, "preflight", {name: value})
     warning = [line for line in run.out.splitlines() if line.startswith("[WARNING]: " + name + " ")]
@@ -93,9 +93,10 @@ def test_any_inventory_gets_the_presets_consistent_stack(tmp_path, preset):
     pins = CONTRACT["sglang_stack_presets"][preset]
     tasks = [{"name": "torch's checks, public: its defaults as the role resolves them",
               "ansible.builtin.include_role": {"name": "blackwell.sglang.torch_nightly", "tasks_from": "validate", "public": True}},
-             {"name": "show", "ansible.builtin.debug": {"msg": "STACK {{ {'ref': sglang_stack_sglang_ref, 'torch': sglang_stack_torch_version,"
-                                                                    " 'cuda': sglang_stack_cuda_version, 'fi': sglang_stack_flashinfer_version,"
-                                                                    " 'index': torch_nightly_index_url, 'extras': torch_nightly_extra_packages} | to_json }}"}}]
+             {"name": "show", "ansible.builtin.debug": {"msg": (
+                 "STACK {{ {'ref': sglang_stack_sglang_ref, 'torch': sglang_stack_torch_version,"
+                 " 'cuda': sglang_stack_cuda_version, 'fi': sglang_stack_flashinfer_version,"
+                 " 'index': torch_nightly_index_url, 'extras': torch_nightly_extra_packages} | to_json }}")}}]
     run = run_play(tmp_path, tasks, {"sglang_stack_preset": preset})
     got = _shown(run.out, "STACK ")
     assert got == {"ref": pins["sglang_ref"], "torch": pins["torch"], "cuda": pins["cuda"], "fi": str(pins["flashinfer"]),
@@ -202,10 +203,10 @@ def test_the_defaults_write_outside_the_installed_collection(tmp_path, installed
     """From the installed collection, with no inventory directory: the model copy and the audit's report default to
     $XDG_CACHE_HOME/blackwell-sglang, not to the playbook's directory inside the collection."""
     env, coll = installed
-    tasks = [{"name": "the model role's defaults, public", "ansible.builtin.include_role": {
-                 "name": "blackwell.sglang.sglang_model", "tasks_from": "service_env", "public": True}},
-             {"name": "the audit's read, public", "ansible.builtin.include_role": {
-                 "name": "blackwell.sglang.sglang_audit", "tasks_from": "read", "public": True}},
+    model = {"name": "blackwell.sglang.sglang_model", "tasks_from": "service_env", "public": True}
+    audit = {"name": "blackwell.sglang.sglang_audit", "tasks_from": "read", "public": True}
+    tasks = [{"name": "the model role's defaults, public", "ansible.builtin.include_role": model},
+             {"name": "the audit's read, public", "ansible.builtin.include_role": audit},
              {"name": "show", "ansible.builtin.debug": {
                  "msg": "PATHS {{ [sglang_model_controller_cache, sglang_audit_report, sglang_benchmark_results_dir | default('')] | to_json }}"}}]
     run = run_play(tmp_path, tasks, env=dict(env, XDG_CACHE_HOME=str(tmp_path / "xdg")))

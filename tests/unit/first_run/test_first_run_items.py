@@ -13,7 +13,6 @@ ansible-playbook runs against localhost; Molecule's first_run scenario repeats t
 from __future__ import annotations
 
 import json
-import os
 import pathlib
 import subprocess
 import sys
