@@ -25,7 +25,7 @@ TORCH_VERSION ?= 2.13.0
 # overlap the quick ones). Scenarios listed here that do not exist yet are reported and skipped; scenario
 # directories missing from MOLECULE_ALL make `make molecule` fail (forgotten ones).
 # `make molecule MOLECULE_SCENARIOS="a b"` runs a subset; MOLECULE_JOBS=1 runs them one after another.
-MOLECULE_ALL       := fleet site gateway sglang_service flashinfer sgl_kernel_sm120 cuda_toolchain sglang_source \
+MOLECULE_ALL       := fleet site first_run gateway sglang_service flashinfer sgl_kernel_sm120 cuda_toolchain sglang_source \
                       fp4_probe sglang_benchmark torch_nightly preflight sglang_release monitoring sglang_model default
 # Scenarios left out of `make test` (still listed above, still runnable: make molecule MOLECULE_SCENARIOS=<name>).
 # fleet is out: it passes (2026-12-01 20:43 UTC, alone on the 2 cores: 1269 s; converge 549 s, idempotence 154 s,

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Input-rule filters (module_utils/_inputs.py): one assert per rule, messages naming the variable and value."""
+"""Input-rule filters (module_utils/_inputs.py): one assert per role, messages naming the variable and value."""
 
 from __future__ import annotations
 
@@ -10,11 +10,17 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
 
 
-def input_problems(values, rule):
-    """``{name: value}`` -> list of messages for ``rule`` (empty = acceptable)."""
+def input_problems(values, rule=None):
+    """Messages for bad values (empty = acceptable).
+
+    ``{name: value} | input_problems(rule)``: one rule spec for every value. ``{rule spec: {name: value}} |
+    input_problems``: a role's whole input check in one call (module_utils/_inputs.py ``check``).
+    """
     if not isinstance(values, dict):
-        raise AnsibleFilterError("input_problems expects a dict {variable name: value}, got %s" % type(values).__name__)
+        raise AnsibleFilterError("input_problems expects a dict, got %s" % type(values).__name__)
     try:
+        if rule is None:
+            return _inputs.check({k: dict(v) if isinstance(v, dict) else v for k, v in values.items()})
         return _inputs.problems(dict(values), rule)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))

@@ -11,6 +11,8 @@ Pure Python (stdlib only, plus :mod:`._versions`), so it runs on the controller 
 * :func:`arch_coverage` -- does ``torch.cuda.get_arch_list()`` (or any sm_/compute_ list) run on a GPU of compute
   capability X.Y (B14)?
 * :func:`cuda_release_mismatches` -- which installed CUDA pip dists do not share the requested major.minor (B08).
+* :func:`apt_repository` -- NVIDIA's CUDA apt repository directory (``debian12/x86_64``) for a distribution, version
+  and architecture (B33); the one lookup of the preflight and of cuda_toolchain's apt method.
 """
 
 from __future__ import annotations
@@ -136,3 +138,63 @@ def cuda_release_mismatches(dists, cuda_version):
         if have != want:
             bad.append({"name": name, "version": str(version), "expected": "%d.%d.*" % want})
     return bad
+
+
+def _version_keys(version):
+    """Keys to look a distribution version up by, most specific first: "12.11" -> ["12.11", "12"]."""
+    parts = str(version or "").split(".")
+    keys = [".".join(parts[:n]) for n in (len(parts), 2, 1) if n <= len(parts)]
+    return [k for i, k in enumerate(keys) if k and k not in keys[:i]]
+
+
+def _composed_slug(distribution, version):
+    """The slug NVIDIA's naming would give an unmapped distribution (only named in messages): "popos2204"."""
+    name = re.sub(r"[^a-z0-9]", "", str(distribution or "").lower())
+    parts = [p for p in str(version or "").split(".") if p]
+    return name + "".join(parts[:1] if name == "debian" else parts[:2])    # Debian: by its major release
+
+
+def apt_repository(distribution, version, architecture, slug_map=None, arch_map=None, slug="", supported=None):
+    """NVIDIA's CUDA apt repository directory for a host (field report B33).
+
+    The slug is ``slug`` when set (a derivative such as Pop!_OS on its Ubuntu base, or a mirror); else
+    ``slug_map[distribution]`` looked up by the full version, then major.minor, then the major version: Debian point
+    releases report ``12.11`` (Ansible's ``distribution_version``) for the repository ``debian12``; Ubuntu reports
+    ``24.04``.
+
+    :param distribution: Ansible's ``distribution`` ("Debian", "Ubuntu").
+    :param version: Ansible's ``distribution_version`` ("12.11", "24.04").
+    :param architecture: Ansible's ``architecture`` ("x86_64", "aarch64").
+    :param slug_map: ``{"Debian": {"12": "debian12"}, "Ubuntu": {"24.04": "ubuntu2404"}}`` (the stack contract's
+        ``sglang_stack_cuda_apt_distro_slugs``).
+    :param arch_map: ``{"x86_64": "x86_64", "aarch64": "sbsa"}`` (``sglang_stack_cuda_apt_arch_map``).
+    :param slug: a forced slug ("" = derived).
+    :param supported: optional ``{architecture: [slug, ...]}``: the slugs NVIDIA publishes per architecture; a slug
+        outside it is a problem too.
+    :returns: dict ``slug`` (the slug, or the one the name would compose to when unmapped, for messages), ``arch``
+        (the repository directory, "" when unknown), ``path`` (``<slug>/<arch>``), ``problem`` ("" or why there is
+        no repository, naming the distribution, the version, the architecture and the known choices).
+    """
+    slug_map = slug_map or {}
+    arch_map = arch_map or {}
+    by_version = slug_map.get(distribution) or {}
+    found = str(slug or "") or next((by_version[k] for k in _version_keys(version) if k in by_version), "")
+    repo_slug = found or _composed_slug(distribution, version)
+    repo_arch = str(arch_map.get(architecture) or "")
+    label = "%s %s (%s)" % (distribution or "unknown distribution", version or "?", architecture or "unknown")
+    if supported is not None:
+        choices = "published: " + ", ".join("%s/%s" % (s, arch_map.get(a, a))
+                                            for a, slugs in sorted(supported.items()) for s in slugs or [])
+    else:
+        choices = "known slugs: " + ", ".join(sorted({s for versions in slug_map.values()
+                                                      for s in (versions or {}).values()}))
+    problem = ""
+    if not found:
+        problem = "%s maps to no NVIDIA CUDA apt repository (it would be '%s'; %s)" % (label, repo_slug, choices)
+    elif not repo_arch:
+        problem = "%s: NVIDIA publishes no CUDA apt repository for architecture '%s' (known: %s)" % (
+            label, architecture, ", ".join(sorted(arch_map)) or "none")
+    elif supported is not None and repo_slug not in (supported.get(architecture) or []):
+        problem = "%s: NVIDIA's CUDA apt repository has no '%s/%s' (%s)" % (label, repo_slug, repo_arch, choices)
+    return {"slug": repo_slug, "arch": repo_arch, "path": "%s/%s" % (repo_slug, repo_arch or architecture),
+            "problem": problem}

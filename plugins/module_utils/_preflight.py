@@ -23,7 +23,7 @@ import os
 import re
 
 from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import GIB, build_parallelism
-from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import arch_coverage
+from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import apt_repository, arch_coverage
 from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import P2P_LEGEND, TOPO_LEGEND, driver_supports_cuda
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import major_minor, parse_torch_version
 
@@ -666,26 +666,6 @@ def check_proxy(host, cfg, env):
     return check(name, PASS, msg)
 
 
-def apt_slug(dist, slug_map=None):
-    """CUDA apt repository slug from Ansible distribution facts: Ubuntu 24.04 -> ubuntu2404, Debian 12 -> debian12.
-
-    ``slug_map`` (``{"Ubuntu": {"24.04": "ubuntu2404"}, "Debian": {"12": "debian12"}}``, the cuda_toolchain role's
-    ``cuda_toolchain_apt_distro_slugs``) wins; otherwise the slug is composed from name and version so that the
-    failure message can name what the host would need (``popos2204``).
-    """
-    by_version = (slug_map or {}).get(dist.get("distribution") or "", {})
-    for key in (str(dist.get("version") or ""), str(dist.get("major_version") or "")):
-        if key and key in by_version:
-            return by_version[key]
-    name = (dist.get("distribution") or "").lower()
-    version = str(dist.get("version") or "")
-    if name == "ubuntu":
-        return "ubuntu" + version.replace(".", "")
-    if name == "debian":
-        return "debian" + str(dist.get("major_version") or version.split(".", maxsplit=1)[0])
-    return re.sub(r"[^a-z0-9]", "", name) + version.replace(".", "")
-
-
 def check_distribution(cfg):
     name = "distribution"
     dist = cfg.get("distribution") or {}
@@ -694,20 +674,17 @@ def check_distribution(cfg):
     if (dist.get("system") or "Linux") != "Linux":
         return check(name, FAIL, "%s is not Linux" % dist.get("system"), "use a Linux host")
     if method == "apt":
-        supported = (cfg["supported_distributions"].get("apt") or {}).get(arch) or []
-        repo_arch = (cfg.get("apt_repo_arch") or {}).get(arch)
-        slug = cfg.get("cuda_repo_slug") or apt_slug(dist, cfg.get("apt_distro_slugs"))
-        label = "%s %s (%s)" % (dist.get("distribution"), dist.get("version"), arch)
-        if not repo_arch or slug not in supported:
-            choices = ", ".join("%s/%s" % (s, (cfg.get("apt_repo_arch") or {}).get(a, a))
-                                for a, slugs in sorted((cfg["supported_distributions"].get("apt") or {}).items())
-                                for s in slugs)
-            msg = ("%s maps to CUDA repo slug '%s', which the apt method does not support "
-                   "(NVIDIA's repository has no '%s/%s'; supported: %s)" % (label, slug, slug, repo_arch or arch, choices))
-            return check(name, FAIL, msg,
-                         "set preflight_cuda_repo_slug to the matching base (e.g. ubuntu2204 for Pop!_OS 22.04) or "
-                         "use cuda_toolchain_method: pip")
-        return check(name, PASS, "%s: CUDA apt repository %s/%s" % (label, slug, repo_arch))
+        # the same lookup as cuda_toolchain's apt method (filter blackwell.sglang.cuda_apt_repo): a PASS here is a
+        # repository the role finds
+        repo = apt_repository(dist.get("distribution"), dist.get("version"), arch, cfg.get("apt_distro_slugs"),
+                              cfg.get("apt_repo_arch"), cfg.get("cuda_repo_slug") or "",
+                              supported=cfg["supported_distributions"].get("apt") or {})
+        if repo["problem"]:
+            return check(name, FAIL, "the apt method: %s" % repo["problem"],
+                         "set preflight_cuda_repo_slug / sglang_stack_cuda_apt_distro_slug to the matching base (e.g. "
+                         "ubuntu2204 for Pop!_OS 22.04) or use cuda_toolchain_method: pip")
+        return check(name, PASS, "%s %s (%s): CUDA apt repository %s" % (
+            dist.get("distribution"), dist.get("version"), arch, repo["path"]))
     glibc = dist.get("glibc")
     if not glibc:
         return check(name, FAIL, "method %s needs a glibc Linux (manylinux wheels); no glibc found" % method,
@@ -723,7 +700,7 @@ def check_model_path(host, cfg):
     name = "model_path"
     path = cfg.get("model_path") or ""
     if not path:
-        return check(name, SKIP, "sglang_service_model_path not set")
+        return check(name, SKIP, "no model path set (preflight_model_path, default sglang_stack_model_path)")
     if not path.startswith("/"):
         return check(name, PASS, "%s is a Hugging Face id; SGLang downloads it into HF_HOME on first start" % path)
     info = (host.get("paths") or {}).get("model") or {}
@@ -731,8 +708,8 @@ def check_model_path(host, cfg):
         return check(name, PASS, "%s exists%s" % (path, "" if info.get("is_dir") else " (not a directory)"))
     status = FAIL if cfg["model_path_required"] else WARN
     return check(name, status, "model path %s does not exist on this host" % path,
-                 "copy the checkpoint there, fix sglang_service_model_path, or set preflight_model_path_required: "
-                 "false if a later step provides it")
+                 "copy the checkpoint there, fix sglang_stack_model_path (or preflight_model_path, which defaults "
+                 "to it), or set preflight_model_path_required: false if a later step provides it")
 
 
 def check_kernel_headers(host, cfg):

@@ -225,6 +225,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _fp4_probe_runner as runner
+from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
 from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics as num
 
 
@@ -250,28 +251,20 @@ def main():
         supports_check_mode=True,
     )
     p = module.params
-
-    def _dims(param, index, shp, keys):
-        """Positive whole-number dimensions, or a failure naming the parameter, the entry and the key."""
-        missing = [k for k in keys if k not in shp]
-        if missing:
-            module.fail_json(msg="%s[%d] needs %s, got %r" % (param, index, ", ".join(keys), shp))
-        for key in keys:
-            value = shp[key]
-            if isinstance(value, bool) or not isinstance(value, int) and not (isinstance(value, str) and value.isdigit()):
-                module.fail_json(msg="%s[%d].%s must be a whole number, got %r" % (param, index, key, value))
-            if int(value) <= 0:
-                module.fail_json(msg="%s[%d].%s must be > 0, got %r" % (param, index, key, value))
-            shp[key] = int(value)
-
-    for index, shp in enumerate(p["shapes"] or []):
-        _dims("shapes", index, shp, ("n", "k"))
-        if shp["k"] % 32:
-            module.fail_json(msg="shapes[%d].k must be a multiple of 32, got %r" % (index, shp["k"]))
-    for index, shp in enumerate(p["moe_shapes"] or []):
-        _dims("moe_shapes", index, shp, ("hidden", "intermediate", "experts", "top_k"))
-    if any(m < 1 for m in p["m_list"]):
-        module.fail_json(msg="m_list values must be >= 1")
+    # every option checked before anything starts, with the rules the role checks its variables with
+    problems = _inputs.check({
+        "gemm_shapes": {"shapes": p["shapes"]} if p["shapes"] is not None else {},
+        "moe_shapes": {"moe_shapes": p["moe_shapes"]} if p["moe_shapes"] is not None else {},
+        "int(min=1)": {"m_list": p["m_list"], "iters": p["iters"]},
+        "int(min=0)": {"warmup": p["warmup"], "device_index": p["device_index"]},
+        "number(gt=0)": {"timeout": p["timeout"], "env_timeout": p["env_timeout"], "total_timeout": p["total_timeout"]},
+    })
+    if problems:
+        module.fail_json(msg="; ".join(problems))
+    for shp in (p["shapes"] or []) + (p["moe_shapes"] or []):
+        for key in ("n", "k", "hidden", "intermediate", "experts", "top_k"):
+            if key in shp:
+                shp[key] = int(float(shp[key]))     # whole numbers (checked above), also when written "512"
     allowed = {}
     if p["allowed_fp4_gemm_backends"] is not None:
         allowed[num.GEMM_FLAG] = p["allowed_fp4_gemm_backends"]

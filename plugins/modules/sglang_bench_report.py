@@ -68,7 +68,7 @@ notes:
 EXAMPLES = r"""
 - name: Write the report of this run
   blackwell.sglang.sglang_bench_report:
-    results_dir: "{{ playbook_dir }}/../benchmark-results"
+    results_dir: "{{ inventory_dir }}/benchmark-results"
     run_id: "20261129T224100Z"
     hosts: "{{ ansible_play_hosts_all }}"
     baseline: "{{ lookup('ansible.builtin.file', 'docs/baselines/qwen35-397b-nvfp4-8x-rtxpro6000.yml') | from_yaml }}"

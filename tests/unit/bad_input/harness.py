@@ -30,6 +30,18 @@ class Run(object):
         missing = [n for n in needles if n not in self.out]
         return self.rc not in (0, 97) and self.blocked is None and not missing
 
+    def failed_task(self):
+        """The name of the task that failed (the last ``TASK [...]`` header before the first ``fatal:``), else None."""
+        head = self.out.split("\nfatal: ", 1)[0] if "\nfatal: " in self.out else None
+        if head is None or "TASK [" not in head:
+            return None
+        return head.rsplit("TASK [", 1)[1].split("]", 1)[0]
+
+    def refused_by(self, task_part, *needles):
+        """Refused before any change, by the task whose name contains ``task_part`` (the role's input check: nothing
+        of the host was read before it), the output naming every needle."""
+        return self.refused_before_change(*needles) and task_part in (self.failed_task() or "")
+
     def __repr__(self):
         return "Run(rc=%s, blocked=%r)\n%s" % (self.rc, self.blocked, self.out[-6000:])
 

@@ -81,7 +81,15 @@ def test_bench_report_names_run_json_key(tmp_path, meta, needles):
     ({"shapes": [{"n": 128, "k": 48}]}, ["shapes[0].k", "multiple of 32"]),
     ({"shapes": [{"n": -128, "k": 64}]}, ["shapes[0].n", "> 0"]),
     ({"moe_shapes": [{"hidden": 64, "intermediate": "x", "experts": 4, "top_k": 2}]}, ["moe_shapes[0].intermediate", "'x'"]),
-], ids=["shape-text", "shape-k", "shape-negative", "moe-text"])
+    ({"moe_shapes": [{"hidden": 64, "intermediate": 64, "experts": 2, "top_k": 3}]}, ["moe_shapes[0].top_k", "at most experts"]),
+    ({"timeout": 0}, ["timeout must be a number > 0, got 0.0"]),
+    ({"total_timeout": -1}, ["total_timeout", "> 0"]),
+    ({"env_timeout": 0}, ["env_timeout", "> 0"]),
+    ({"iters": 0}, ["iters must be a whole number >= 1"]),
+    ({"m_list": [1, 0]}, ["m_list[1] must be a whole number >= 1"]),
+    ({"device_index": -1}, ["device_index", ">= 0"]),
+], ids=["shape-text", "shape-k", "shape-negative", "moe-text", "moe-top-k", "timeout-zero", "total-timeout-negative",
+        "env-timeout-zero", "iters-zero", "m-zero", "device-negative"])
 def test_fp4_probe_shapes(tmp_path, args, needles):
     result = run_module("fp4_kernel_probe", dict({"python": sys.executable}, **args), tmp_path)
     assert result.get("failed") is True and "Traceback" not in json.dumps(result), result

@@ -62,7 +62,10 @@ def play(tmp_path, index_url, mirror, dest, pin=PIN):
                  "vars": {"torch_nightly_version": pin, "torch_nightly_python": sys.executable,
                           "torch_nightly_index_url": index_url, "torch_nightly_wheelhouse_mirror": str(mirror),
                           "torch_nightly_wheelhouse_mirror_dest": str(dest), "torch_nightly_pip_retries": 0,
-                          "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1},
+                          "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1,
+                          # torch alone: the preset's companions (the default with the preset's torch) are not in
+                          # this test's index
+                          "torch_nightly_extra_packages": []},
                  "tasks": [{"name": "validate", "ansible.builtin.include_role": {
                      "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
                      {"name": "mirror", "ansible.builtin.include_role": {

@@ -15,7 +15,7 @@ SPEC.loader.exec_module(private_vars)
 
 # Today's allowlist length (names under the other schemes, 2026-12-01: 153 <role>__<name>, 75 _<name>, 4 without the
 # role prefix). Lower it when you rename; it never goes up.
-ALLOWLIST_MAX = 232
+ALLOWLIST_MAX = 214
 
 
 @pytest.mark.parametrize("name, kind", [

@@ -1,4 +1,5 @@
-"""The stack pins of inventories/blackwell resolve against SGLang's own requirements at each pinned commit.
+"""The stack presets of the collection (roles/sglang_stack: sglang_stack_presets) resolve against SGLang's own
+requirements at each pinned commit.
 
 The SGLang trees are the real ones, read from the upstream source bundle (``BLACKWELL_UPSTREAM``, default
 ``<repo>/../shared/upstream``; its ``manifest.json`` maps each commit to its tarball): ``python/pyproject.toml``'s
@@ -25,16 +26,22 @@ from packaging.version import Version
 from ansible_collections.blackwell.sglang.plugins.module_utils import _stack_pins as stack_pins
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-INVENTORY = REPO / "inventories" / "blackwell" / "group_vars" / "all"
+CONTRACT = REPO / "roles" / "sglang_stack" / "defaults" / "main.yml"
 UPSTREAM = pathlib.Path(os.environ.get("BLACKWELL_UPSTREAM") or REPO.parent / "shared" / "upstream")
 # The deployment target (README: Debian 12 / Ubuntu 22.04+, Python 3.11, x86_64 servers).
 TARGET = stack_pins.TARGET
-STACKS = {"original_20260307": "stack_original_20260307.yml", "current": "stack_current.yml"}
+STACKS = ("original_20260307", "current")
 
 
 def load_stack(name):
-    data = yaml.safe_load((INVENTORY / STACKS[name]).read_text())
-    return data["blackwell_stack_" + name]
+    return yaml.safe_load(CONTRACT.read_text())["sglang_stack_presets"][name]
+
+
+def test_the_presets_are_the_tested_ones():
+    """Every preset of the contract is resolved below, and the contract's argument spec offers exactly these."""
+    assert sorted(yaml.safe_load(CONTRACT.read_text())["sglang_stack_presets"]) == sorted(STACKS)
+    spec = yaml.safe_load((REPO / "roles" / "sglang_stack" / "meta" / "argument_specs.yml").read_text())
+    assert sorted(spec["argument_specs"]["contract"]["options"]["sglang_stack_preset"]["choices"]) == sorted(STACKS)
 
 
 def protected_patterns():
@@ -57,7 +64,7 @@ companion_problems = stack_pins.companion_problems
 
 # --- checks that need no bundle ------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("stack", sorted(STACKS))
+@pytest.mark.parametrize("stack", STACKS)
 def test_stack_is_complete(stack):
     pins = load_stack(stack)
     assert re.fullmatch(r"[0-9a-f]{40}", pins["sglang_ref"]), pins["sglang_ref"]
@@ -65,10 +72,11 @@ def test_stack_is_complete(stack):
 
 
 def test_companions_are_installed_with_torch():
-    text = (INVENTORY / "torch_nightly.yml").read_text()
+    """torch_nightly installs the preset's torchvision and torchaudio with the preset's torch (its default)."""
+    text = (REPO / "roles" / "torch_nightly" / "defaults" / "main.yml").read_text()
     extras = yaml.safe_load(text)["torch_nightly_extra_packages"]
-    assert extras == ["torchvision=={{ blackwell_stack_pins.torchvision }}",
-                      "torchaudio=={{ blackwell_stack_pins.torchaudio }}"]
+    assert "'torchvision==' ~ sglang_stack_pins.torchvision" in extras
+    assert "'torchaudio==' ~ sglang_stack_pins.torchaudio" in extras
 
 
 def test_companion_check_catches_a_wrong_pair():
@@ -106,7 +114,7 @@ def sglang_requirements(manifest, commit):
     return tomllib.loads(sglang_file(manifest, commit, "python/pyproject.toml"))["project"]["dependencies"]
 
 
-@pytest.mark.parametrize("stack", sorted(STACKS))
+@pytest.mark.parametrize("stack", STACKS)
 def test_sglang_requirements_resolve_against_the_stack(manifest, stack):
     pins = load_stack(stack)
     assert resolve(sglang_requirements(manifest, pins["sglang_ref"]), pins, protected_patterns()) == []
@@ -164,7 +172,7 @@ def server_args_choices(manifest, commit):
     return out
 
 
-@pytest.mark.parametrize("stack", sorted(STACKS))
+@pytest.mark.parametrize("stack", STACKS)
 def test_stack_service_backends_are_parser_choices(manifest, stack):
     """The pinned --fp4-gemm-backend / --moe-runner-backend are values SGLang at the pinned commit accepts."""
     pins = load_stack(stack)

@@ -78,11 +78,28 @@ def test_bad_input_fails_in_argument_validation(tmp_path, role, role_vars, needl
 
 @pytest.mark.slow
 def test_unsupported_distribution_fails_before_changes(tmp_path):
-    res = _run(tmp_path, "cuda_toolchain", {"cuda_toolchain_method": "apt", "ansible_distribution": "Pop!_OS",
-                                            "ansible_distribution_version": "19.10", "ansible_architecture": "x86_64"})
+    # the facts as setup reports them on that host (a stand-in module sets them; gathering would read this machine)
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "fake_facts.py").write_text(
+        "from ansible.module_utils.basic import AnsibleModule\n"
+        "m = AnsibleModule(argument_spec={'facts': {'type': 'dict'}}, supports_check_mode=True)\n"
+        "m.exit_json(changed=False, ansible_facts=m.params['facts'])\n")
+    play = [{"name": "bad input", "hosts": "localhost", "connection": "local", "gather_facts": False, "tasks": [
+        {"name": "Facts of a Pop!_OS 19.10 host", "fake_facts": {"facts": {
+            "distribution": "Pop!_OS", "distribution_version": "19.10", "architecture": "x86_64"}}},
+        {"name": "The role", "ansible.builtin.include_role": {"name": "blackwell.sglang.cuda_toolchain"},
+         "vars": {"cuda_toolchain_method": "apt"}}]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"),
+               ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_FACT_CACHING="memory")
+    res = subprocess.run([str(exe), "-i", "localhost,", "--check", "-e", "ansible_python_interpreter=" + sys.executable,
+                          str(tmp_path / "play.yml")],
+                         capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=180, check=False)
     out = res.stdout + res.stderr
     assert res.returncode != 0
-    assert "No NVIDIA CUDA apt repository for Pop!_OS 19.10" in out
+    assert "Pop!_OS 19.10 (x86_64) maps to no NVIDIA CUDA apt repository (it would be 'popos1910'" in out
     assert "debian12, ubuntu2204, ubuntu2404" in out
     assert "cuda_toolchain_apt_distro_slug" in out
     assert "changed=0" in out

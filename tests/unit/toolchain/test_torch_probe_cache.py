@@ -34,7 +34,7 @@ def play(tmp_path, identity, stamp):
         pytest.skip("this interpreter has no torch: the real probe would not report one")
     venv = pathlib.Path(sys.executable).parent.parent   # read only: verify.yml changes nothing
     playbook = [{"name": "verify", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                 "vars": {"torch_nightly_version": PIN, "torch_nightly_venv": str(venv),
+                 "vars": {"torch_nightly_version": PIN, "torch_nightly_venv": str(venv), "torch_nightly_extra_packages": [],
                           "torch_nightly_python": sys.executable, "sglang_stack_gpu_identity": identity,
                           "__torch_nightly_stamp": stamp},
                  "tasks": [{"name": "validate", "ansible.builtin.include_role": {
