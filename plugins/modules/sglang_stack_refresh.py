@@ -20,10 +20,10 @@ description:
   - Lists the kernel's FetchContent sources (the code behind M(blackwell.sglang.sgl_kernel_sources)) with which
     the O(source_cache) holds and which are missing, and the state of each SM12x patch (the code behind
     M(blackwell.sglang.sgl_kernel_patch), in memory only) with the reason.
-  - Writes C(stack_<name>.yml) into O(stack_dir), an inventory preset, the one variable C(sglang_stack_preset_<name>)
-    that C(sglang_stack_preset: <name>) selects (never over a file with another stack; the same stack again is no
-    change, whatever O(base) its header reports against), and reports each change against the O(base) stack with
-    what it affects.
+  - Writes C(stack_<name>.yml) into O(stack_dir), an inventory preset, the one variable
+    C(sglang_stack_preset_<name>) that C(sglang_stack_preset) set to the name selects (never over a file with another
+    stack; the same stack again is no change, whatever O(base) its header reports against), and reports each change
+    against the O(base) stack with what it affects.
   - Refuses, naming every cause, when the tree's pins cannot be satisfied together (torchvision or torchaudio with
     no release for the torch pin, FlashInfer packages at different versions, CUDA majors or minors that differ among
     the C(nvidia-*) / C(cuda-*) pins or exclude O(cuda), the kernel tree's version or build requirement against the
