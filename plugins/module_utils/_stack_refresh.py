@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Derive a stack definition (``stack_<name>.yml``) from an SGLang tree, and report what changed against another.
+"""Derive a stack preset (``stack_<name>.yml``: ``sglang_stack_preset_<name>``) from an SGLang tree, and report what
+changed against another.
 
 The logic behind ``blackwell.sglang.sglang_stack_refresh``. From the tree itself:
 
@@ -61,7 +62,7 @@ _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})")
 _NAME = re.compile(r"^[a-z0-9_]+$")
 STACK_FILE = "stack_%s.yml"
-STACK_VAR = "blackwell_stack_%s"
+STACK_VAR = "sglang_stack_preset_%s"
 
 
 class RefreshError(Exception):
@@ -661,7 +662,7 @@ def render(name, stack, commit_date, report_lines, base_name=None):
             "# Derived by blackwell.sglang.sglang_stack_refresh (playbooks/stack_refresh.yml)",
             "# from SGLang %s (%s)." % (stack["sglang_ref"], commit_date),
             "# Pins are SGLang's own (python/pyproject.toml) unless sglang_requirement_overrides says why not; `refresh`",
-            "# records what the tree held. Select it with blackwell_stack: %s" % name]
+            "# records what the tree held. Select it with sglang_stack_preset: %s" % name]
     if base_name:
         head.append("# Changes against stack %s:" % base_name)
     for line in report_lines:

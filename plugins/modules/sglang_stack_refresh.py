@@ -8,11 +8,11 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_stack_refresh
-short_description: Derive a stack definition (stack_<date>_<sha>.yml) from an SGLang tree and report what changed
+short_description: Derive a stack preset (stack_<date>_<sha>.yml) from an SGLang tree and report what changed
 version_added: "0.1.0"
 description:
-  - Reads an SGLang tree (a directory, or a git checkout at a ref) and derives a complete stack mapping in the shape
-    of C(inventories/blackwell/group_vars/all/stack_current.yml), from the tree itself; every C(==) pin of
+  - Reads an SGLang tree (a directory, or a git checkout at a ref) and derives a complete stack preset in the shape
+    of an entry of C(sglang_stack_presets) (roles/sglang_stack/defaults/main.yml), from the tree itself; every C(==) pin of
     C(python/pyproject.toml) (parsed with C(packaging)), torch as the build for O(cuda) (or an override),
     torchvision and torchaudio from SGLang's pins or the release lines that pair with torch, FlashInfer (cubin and
     jit-cache at the same version), the kernel tree (C(sgl-kernel/) or C(python/sglang/kernels/aot/)) with its
@@ -20,9 +20,10 @@ description:
   - Lists the kernel's FetchContent sources (the code behind M(blackwell.sglang.sgl_kernel_sources)) with which
     the O(source_cache) holds and which are missing, and the state of each SM12x patch (the code behind
     M(blackwell.sglang.sgl_kernel_patch), in memory only) with the reason.
-  - Writes C(stack_<name>.yml) into O(stack_dir) (never over a file with another stack; the same stack again is
-    no change, whatever O(base) its header reports against) and reports each change against the O(base) stack with
-    what it affects.
+  - Writes C(stack_<name>.yml) into O(stack_dir), an inventory preset, the one variable
+    C(sglang_stack_preset_<name>) that C(sglang_stack_preset) set to the name selects (never over a file with another
+    stack; the same stack again is no change, whatever O(base) its header reports against), and reports each change
+    against the O(base) stack with what it affects.
   - Refuses, naming every cause, when the tree's pins cannot be satisfied together (torchvision or torchaudio with
     no release for the torch pin, FlashInfer packages at different versions, CUDA majors or minors that differ among
     the C(nvidia-*) / C(cuda-*) pins or exclude O(cuda), the kernel tree's version or build requirement against the
@@ -54,21 +55,29 @@ options:
     type: str
     default: ""
   stack_dir:
-    description: The directory of the stack files (C(group_vars/all) of the inventory). The new file is written here.
+    description: The directory of the inventory presets (C(group_vars/all) of the inventory). The new file is written here.
     type: path
     required: true
   name:
     description:
-      - Name of the new stack (file C(stack_<name>.yml), variable C(blackwell_stack_<name>)); default
-        C(<YYYYMMDD>_<sha10>) from the commit date and id.
+      - Name of the new preset (file C(stack_<name>.yml), variable C(sglang_stack_preset_<name>)); default
+        C(<YYYYMMDD>_<sha10>) from the commit date and id. The name of a preset of O(presets) is refused (the
+        shipped preset would shadow it).
     type: str
     default: ""
   base:
     description:
-      - The stack it starts from, by name (C(stack_<base>.yml) in O(stack_dir)); the report lists every change
-        against it, and O(service) values not given are taken from it. Empty means no comparison.
+      - The stack it starts from, by name - a preset of O(presets) (the collection's), else an inventory preset
+        file C(stack_<base>.yml) in O(stack_dir); the report lists every change against it, and O(service) values
+        not given are taken from it. Empty means no comparison.
     type: str
     default: current
+  presets:
+    description:
+      - The presets the collection ships, C(sglang_stack_presets) of roles/sglang_stack/defaults/main.yml
+        (playbooks/stack_refresh.yml reads them from there).
+    type: dict
+    default: {}
   cuda:
     description: CUDA major.minor of the stack (the torch build tag C(cu<major><minor>) follows it).
     type: str
@@ -176,15 +185,15 @@ path:
   returned: success
   type: str
 name:
-  description: The stack's name (C(blackwell_stack) value).
+  description: The preset's name (the C(sglang_stack_preset) value that selects it).
   returned: success
   type: str
 variable:
-  description: The variable the file defines, C(blackwell_stack_<name>).
+  description: The variable the file defines, C(sglang_stack_preset_<name>).
   returned: success
   type: str
 stack:
-  description: The derived stack mapping (the keys of the hand-written stack files plus C(refresh), what the tree
+  description: The derived stack mapping (the keys of an entry of C(sglang_stack_presets) plus C(refresh), what the tree
     held; its commit date, kernel tree, every C(==) pin, the FetchContent sources and the patch states).
   returned: success
   type: dict
@@ -293,12 +302,19 @@ def _git_tree(module, git, src, ref, scratch):
     return root, commit, date
 
 
-def _load_stack(module, stack_dir, name):
+def _load_stack(module, stack_dir, name, presets):
+    """The base stack: a preset the collection ships, else the inventory preset file ``stack_<name>.yml``."""
+    if name in presets:
+        if not isinstance(presets[name], dict):
+            module.fail_json(msg="presets: %s is not a mapping" % name)
+        return dict(presets[name])
     path = os.path.join(stack_dir, sr.STACK_FILE % name)
     if not os.path.isfile(path):
         have = sorted(f[len("stack_"):-len(".yml")] for f in os.listdir(stack_dir)
                       if f.startswith("stack_") and f.endswith(".yml"))
-        module.fail_json(msg="base: no stack %r in %s (stacks there: %s)" % (name, stack_dir, ", ".join(have) or "none"))
+        module.fail_json(msg="base: no stack %r: not a preset of the collection (%s) nor a file %s in %s (stacks "
+                             "there: %s)" % (name, ", ".join(sorted(presets)) or "none given", sr.STACK_FILE % name,
+                                             stack_dir, ", ".join(have) or "none"))
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     try:
@@ -359,6 +375,7 @@ def main():
             stack_dir=dict(type="path", required=True),
             name=dict(type="str", default=""),
             base=dict(type="str", default="current"),
+            presets=dict(type="dict", default={}),
             cuda=dict(type="str", default="13.0"),
             overrides=dict(type="dict", default={}),
             service=dict(type="dict", default={}),
@@ -406,7 +423,11 @@ def main():
             name = sr.check_name(p["name"] or sr.stack_name(commit, date))
         except sr.RefreshError as exc:
             module.fail_json(msg=to_native(exc))
-        base = _load_stack(module, p["stack_dir"], p["base"]) if p["base"] else {}
+        if name in p["presets"]:
+            module.fail_json(msg="name: %s is a preset the collection ships (sglang_stack_presets), which "
+                                 "sglang_stack_preset: %s selects before any inventory preset; pass another name"
+                                 % (name, name))
+        base = _load_stack(module, p["stack_dir"], p["base"], p["presets"]) if p["base"] else {}
         service = dict((k, base.get(k)) for k in sr.SERVICE_KEYS if base.get(k))
         service.update(dict((k, v) for k, v in p["service"].items() if v not in (None, "")))
         try:

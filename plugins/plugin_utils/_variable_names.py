@@ -16,6 +16,7 @@ Known names (:func:`known_names`), read from the collection's own files under ``
   are variables of the host too, and must not be reported);
 * every name they read with a default (``sglang_benchmark_hosts | default('sglang_servers')`` in a play's ``hosts``):
   a setting of the playbooks that no role defines;
+* every name of :data:`PATTERNS` (an inventory stack preset, ``sglang_stack_preset_<name>``);
 * every quoted name with a role prefix in the controller-side plugins (``plugins/filter``, ``plugins/action``): the
   per-host settings a filter reads from ``hostvars`` (``sglang_prometheus_scrape_address``).
 
@@ -44,6 +45,10 @@ RENAMED = {
     "blackwell_stack": "sglang_stack_preset",
     "blackwell_stack_pins": "sglang_stack_pins",
 }
+
+# Names the collection reads by pattern: an inventory stack preset (sglang_stack_preset_<name>, selected by
+# sglang_stack_preset: <name>; roles/sglang_stack/defaults/main.yml).
+PATTERNS = (re.compile(r"^sglang_stack_preset_[a-z0-9_]+$"),)
 
 _SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
 _INCLUDE_VARS = ("ansible.builtin.include_vars", "include_vars")
@@ -180,7 +185,7 @@ def unknown(names, known, prefixes, inputs=None):
     candidates = set(inputs) if inputs is not None else {n for n in known if not n.startswith("_") and "__" not in n}
     out = []
     for name in sorted(set(str(n) for n in names)):
-        if name in known or name.startswith("_"):
+        if name in known or name.startswith("_") or any(p.match(name) for p in PATTERNS):
             continue
         if name in RENAMED:
             out.append({"name": name, "nearest": RENAMED[name],

@@ -105,6 +105,25 @@ def test_any_inventory_gets_the_presets_consistent_stack(tmp_path, preset):
     assert len(pins["sglang_ref"]) == 40
 
 
+def test_an_inventory_preset_is_selected_like_a_shipped_one(tmp_path):
+    """sglang_stack_preset_<name> (what playbooks/stack_refresh.yml writes) is selected by sglang_stack_preset: <name>,
+    and the preflight does not report it as an unknown variable."""
+    name = "20261201_0123456789"
+    pins = dict(CONTRACT["sglang_stack_presets"]["current"], sglang_ref="0123456789" * 4, flashinfer="0.6.18")
+    tasks = [{"name": "torch's checks, public: the contract as the role resolves it",
+              "ansible.builtin.include_role": {"name": "blackwell.sglang.torch_nightly", "tasks_from": "validate", "public": True}},
+             {"name": "show", "ansible.builtin.debug": {"msg": (
+                 "STACK {{ {'ref': sglang_stack_sglang_ref, 'torch': sglang_stack_torch_version,"
+                 " 'fi': sglang_stack_flashinfer_version} | to_json }}")}}]
+    run = run_play(tmp_path, tasks, {"sglang_stack_preset": name, "sglang_stack_preset_" + name: pins})
+    assert _shown(run.out, "STACK ") == {"ref": pins["sglang_ref"], "torch": pins["torch"], "fi": "0.6.18"}, run
+    assert _variable_names.unknown(["sglang_stack_preset_" + name], _variable_names.known_names(ROOT),
+                                   _variable_names.role_prefixes(ROOT)) == []
+    # a name close to the pattern but not of it is still reported
+    assert [u["name"] for u in _variable_names.unknown(["sglang_stack_presetx"], _variable_names.known_names(ROOT),
+                                                        _variable_names.role_prefixes(ROOT))] == ["sglang_stack_presetx"]
+
+
 def test_a_torch_of_ones_own_gets_no_preset_companions(tmp_path):
     tasks = [{"name": "torch", "ansible.builtin.include_role": {"name": "blackwell.sglang.torch_nightly", "tasks_from": "validate",
                                                                 "public": True}},

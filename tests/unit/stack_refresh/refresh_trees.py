@@ -7,9 +7,16 @@ import textwrap
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 UPSTREAM = os.environ.get("BLACKWELL_UPSTREAM") or os.path.join(os.path.dirname(ROOT), "shared", "upstream")
-STACK_DIR = os.path.join(ROOT, "inventories", "blackwell", "group_vars", "all")
+CONTRACT = os.path.join(ROOT, "roles", "sglang_stack", "defaults", "main.yml")
 SKIP_REASON = ("the upstream source bundle is absent (looked in %s; set BLACKWELL_UPSTREAM): the real SGLang trees "
                "are only there" % UPSTREAM)
+
+
+def shipped():
+    """The presets the collection ships: sglang_stack_presets of the stack contract."""
+    import yaml
+    with open(CONTRACT, encoding="utf-8") as fh:
+        return yaml.safe_load(fh)["sglang_stack_presets"]
 
 
 def have_bundle():

@@ -1,10 +1,10 @@
 """The module as Ansible runs it: playbooks/stack_refresh.yml through ansible-playbook on the real current tree
-(the file written beside the stacks, idempotent, check mode, never over another file), git checkouts at a ref, and
-bad input naming the option."""
+(the preset file written into the inventory's group_vars/all, idempotent, check mode, never over another file, and
+selected through the stack contract by sglang_stack_preset), git checkouts at a ref, and bad input naming the
+option."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -18,16 +18,39 @@ NAME = "20260818_d55f1c28e2"
 
 
 def _stack_dir(tmp_path):
-    out = tmp_path / "group_vars_all"
-    out.mkdir()
-    for name in ("stack_current.yml", "stack_original_20260307.yml"):
-        shutil.copy(os.path.join(rt.STACK_DIR, name), str(out / name))
+    """group_vars/all of an empty inventory (tmp_path/inventory, one host: localhost)."""
+    out = tmp_path / "inventory" / "group_vars" / "all"
+    out.mkdir(parents=True)
+    (tmp_path / "inventory" / "hosts.ini").write_text("localhost ansible_connection=local\n")
     return out
 
 
+def _env(tmp_path):
+    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(rt.ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
+
+
+def _contract_pins(tmp_path, preset):
+    """ansible-playbook on the inventory of _stack_dir: the stack contract's pins with sglang_stack_preset: preset
+    (rc, the pins written out by the play or None, the output)."""
+    dest = tmp_path / "contract-pins.json"
+    if dest.exists():
+        dest.unlink()
+    play = [{"name": "The contract's pins", "hosts": "localhost", "gather_facts": False,
+             "roles": ["blackwell.sglang.sglang_stack"],
+             "tasks": [{"name": "Write them out", "ansible.builtin.copy": {"dest": str(dest), "mode": "0644", "content": (
+                 "{{ {'pins': sglang_stack_pins, 'ref': sglang_stack_sglang_ref, 'torch': sglang_stack_torch_version,"
+                 " 'cuda': sglang_stack_cuda_version, 'fi': sglang_stack_flashinfer_version} | to_json }}")}}]}]
+    (tmp_path / "contract.yml").write_text(json.dumps(play))
+    cmd = [PLAYBOOK, "-i", str(tmp_path / "inventory" / "hosts.ini"), str(tmp_path / "contract.yml"),
+           "-e", "sglang_stack_preset=" + preset, "-e", "ansible_python_interpreter=" + sys.executable]
+    proc = subprocess.run(cmd, cwd=rt.ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300,
+                          check=False)
+    return proc.returncode, (json.loads(dest.read_text()) if dest.exists() else None), proc.stdout + proc.stderr
+
+
 def _play(tmp_path, extra, check=False):
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(rt.ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
+    env = _env(tmp_path)
     extra = dict(extra, ansible_python_interpreter=sys.executable)
     (tmp_path / "extra.json").write_text(json.dumps(extra))
     cmd = [PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(rt.ROOT, "playbooks", "stack_refresh.yml"),
@@ -60,15 +83,15 @@ def test_playbook_writes_the_stack_once(tmp_path, current):
     rc, out = _play(tmp_path, extra)
     assert rc == 0, out[-4000:]
     assert "changed=1" in out
-    written = yaml.safe_load((stacks / ("stack_%s.yml" % NAME)).read_text())["blackwell_stack_" + NAME]
-    hand = yaml.safe_load((stacks / "stack_current.yml").read_text())["blackwell_stack_current"]
+    written = yaml.safe_load((stacks / ("stack_%s.yml" % NAME)).read_text())["sglang_stack_preset_" + NAME]
+    hand = rt.shipped()["current"]
     assert dict((k, written[k]) for k in hand) == hand
     for needle in ("sgl_kernel 0.3.21 -> 0.4.6.post1", "torch 2.12.0.dev20260307+cu130 -> 2.13.0+cu130",
                    "source repo-triton v3.7.1 (CMakeLists.txt:66): missing from the cache",
                    "source repo-flashmla 05e26647fe840b8baedae486c2d86d5ce4efeb7c (cmake/flashmla.cmake:3): in the "
                    "cache at another revision", "source repo-cutlass 57e3cfb47a2d9e0d46eb6335c3dc411498efa198 "
                    "(CMakeLists.txt:50): in the cache", "patch sm120_only: applies",
-                   "blackwell_stack: " + NAME):
+                   "sglang_stack_preset: " + NAME):
         assert needle in out, needle
     # the same tree again: the same bytes, no change; against another base the header differs, the stack not
     rc, out = _play(tmp_path, extra)
@@ -81,6 +104,25 @@ def test_playbook_writes_the_stack_once(tmp_path, current):
     rc, out = _play(tmp_path, dict(extra, stack_refresh_service={"fp4_gemm_backend": "flashinfer_cudnn"}))
     assert rc != 0 and "exists with other content; a stack file is never overwritten" in out, out[-4000:]
     assert (stacks / ("stack_%s.yml" % NAME)).read_text() == before
+    # the inventory now holds the preset: sglang_stack_preset selects its pins through the stack contract
+    rc, shown, out = _contract_pins(tmp_path, NAME)
+    assert rc == 0 and shown is not None, out[-4000:]
+    assert shown["pins"] == written
+    assert (shown["ref"], shown["torch"], shown["cuda"], shown["fi"]) == (
+        commit, "2.13.0+cu130", "13.0", "0.6.17")
+    # a shipped preset still comes from the collection; an unknown name fails, naming every preset there is
+    rc, shown, out = _contract_pins(tmp_path, "original_20260307")
+    assert rc == 0 and shown["ref"] == rt.shipped()["original_20260307"]["sglang_ref"], out[-4000:]
+    rc, shown, out = _contract_pins(tmp_path, "nosuch")
+    assert rc != 0 and shown is None, out[-4000:]
+    assert 'sglang_stack_preset is "nosuch"' in out, out[-4000:]
+    assert "(original_20260307, current, %s)" % NAME in out, out[-4000:]
+    # the new preset as the base of the next refresh: the same tree changes nothing against it
+    rc, out = _play(tmp_path, dict(extra, stack_refresh_base=NAME, stack_refresh_name="again"))
+    assert rc == 0 and "changed=1" in out, out[-4000:]
+    again = (stacks / "stack_again.yml").read_text()
+    assert "# Changes against stack %s:\nsglang_stack_preset_again:\n" % NAME in again, again[:2000]
+    assert yaml.safe_load(again)["sglang_stack_preset_again"] == written
 
 
 def _git(cwd, *args, date=None):
@@ -107,14 +149,15 @@ def test_git_checkout_is_read_at_the_ref(tmp_path):
     pyproject.write_text(text)  # uncommitted: never read
     stacks = _stack_dir(tmp_path)
     result = rt.run_module({"src": root, "ref": first, "stack_dir": str(stacks), "service": rt.SERVICE,
-                            "patches": []}, tmp_path)
+                            "patches": [], "presets": rt.shipped()}, tmp_path)
     assert result.get("failed") is not True, result
     assert result["commit"] == first and result["name"] == "20261130_" + first[:10]
     assert result["stack"]["torch"] == "2.13.0+cu130" and result["changed"] is True
     assert os.path.isfile(result["path"])
     assert any(line.startswith("sglang_ref d55f1c28e2 -> %s" % first[:10]) for line in result["report_lines"])
     # HEAD (not the working tree): torchaudio 2.10 does not pair with torch 2.14: refused, naming the cause
-    result = rt.run_module({"src": root, "stack_dir": str(stacks), "service": rt.SERVICE, "patches": []}, tmp_path)
+    result = rt.run_module({"src": root, "stack_dir": str(stacks), "service": rt.SERVICE, "patches": [],
+                            "presets": rt.shipped()}, tmp_path)
     assert result.get("failed") is True and result["msg"].startswith("refused: the tree's pins cannot be satisfied")
     assert any("torchaudio==2.10.0, which has no release for its torch==2.14.0" in c for c in result["causes"]), result
 
@@ -124,19 +167,20 @@ def test_git_checkout_is_read_at_the_ref(tmp_path):
     ({"commit": ""}, "commit: required for a plain directory"),
     ({"commit_date": ""}, "commit_date: required for a plain directory"),
     ({"commit": "abc"}, "commit must be a full 40-digit"),
-    ({"base": "nosuch"}, "base: no stack 'nosuch'"),
+    ({"base": "nosuch"}, "base: no stack 'nosuch': not a preset of the collection (current, original_20260307)"),
+    ({"name": "current"}, "name: current is a preset the collection ships"),
     ({"service": {"kv_cache": "bf16"}}, "service: unknown key(s) kv_cache"),
     ({"overrides": {"torch": {"version": "2.13.0"}}}, "overrides.torch.reason is empty"),
     ({"cuda": "cu130"}, "cuda must be a CUDA major.minor"),
     ({"name": "My Stack"}, "name must be lower-case"),
     ({"stack_dir": "/nonexistent/dir"}, "stack_dir: /nonexistent/dir is not a directory"),
-], ids=["ref-without-git", "no-commit", "no-date", "short-commit", "unknown-base", "service-key", "override-reason",
+], ids=["ref-without-git", "no-commit", "no-date", "short-commit", "unknown-base", "shipped-name", "service-key", "override-reason",
         "cuda", "name", "stack-dir"])
 def test_bad_input_names_the_option(tmp_path, args, needle):
     root = rt.small_tree(tmp_path, ["torch==2.13.0", "torchaudio==2.11.0", "flashinfer_python==0.6.17",
                                     "sglang-kernel==0.4.6.post1"])
     full = {"src": root, "commit": "0123456789abcdef0123456789abcdef01234567", "commit_date": "2026-12-01",
-            "stack_dir": str(_stack_dir(tmp_path)), "patches": []}
+            "stack_dir": str(_stack_dir(tmp_path)), "patches": [], "presets": rt.shipped()}
     full.update(args)
     result = rt.run_module(full, tmp_path)
     assert result.get("failed") is True and "Traceback" not in json.dumps(result), result

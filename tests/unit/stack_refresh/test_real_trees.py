@@ -1,5 +1,5 @@
-"""The refresh on the two real SGLang trees of the upstream bundle: the stacks it derives equal the hand-written
-stack_original_20260307.yml and stack_current.yml in every pin, and the report names the real differences, the
+"""The refresh on the two real SGLang trees of the upstream bundle: the stacks it derives equal the shipped presets
+original_20260307 and current (sglang_stack_presets of the stack contract) in every pin, and the report names the real differences, the
 FetchContent sources (present / missing / at another revision in the bundle, as MANIFEST.md lists them) and the
 state of every SM12x patch."""
 
@@ -14,7 +14,7 @@ from ansible_collections.blackwell.sglang.plugins.module_utils import _stack_ref
 
 pytestmark = [pytest.mark.skipif(not rt.have_bundle(), reason=rt.SKIP_REASON), pytest.mark.slow]
 
-# The two choices of the original hand deployment that no tree holds (stack_original_20260307.yml says why): the
+# The two choices of the original hand deployment that no tree holds (the preset original_20260307 says why): the
 # cu130 torch nightly of the commit's date instead of SGLang's torch==2.9.1, and FlashInfer one release after
 # SGLang's 0.6.4. Everything else, torchvision and torchaudio included, is derived.
 ORIGINAL_OVERRIDES = {
@@ -24,14 +24,14 @@ ORIGINAL_OVERRIDES = {
 }
 ORIGINAL_SERVICE = {"kv_cache_dtype": "bf16", "moe_runner_backend": "flashinfer_cutlass",
                     "fp4_gemm_backend": "flashinfer_cudnn"}
-# SGLang's own choice for modelopt_fp4 on SM120 from 2026-06-04 (#26496): what stack_current.yml records
+# SGLang's own choice for modelopt_fp4 on SM120 from 2026-06-04 (#26496): what the preset current records
 CURRENT_SERVICE = {"kv_cache_dtype": "bf16", "moe_runner_backend": "flashinfer_cutlass",
                    "fp4_gemm_backend": "flashinfer_cutlass"}
 
 
 def hand_written(name):
-    with open("%s/stack_%s.yml" % (rt.STACK_DIR, name)) as fh:
-        return yaml.safe_load(fh)["blackwell_stack_" + name]
+    """A preset the collection ships (written by hand, with where each version comes from)."""
+    return rt.shipped()[name]
 
 
 @pytest.fixture(name="trees", scope="module")
@@ -56,7 +56,7 @@ def fixture_derived(trees):
 
 
 def _pins_equal(derived_stack, hand):
-    """Every key of the hand-written stack, with the same value (overrides: the same distributions)."""
+    """Every key of the shipped preset, with the same value (overrides: the same distributions)."""
     diffs = {}
     for key, value in hand.items():
         got = derived_stack.get(key)
@@ -151,7 +151,7 @@ def test_report_from_original_to_current_names_the_real_differences(derived):
 
 
 def test_report_against_the_hand_written_stack(derived):
-    """Against stack_current.yml itself (no `refresh` record) the current tree changes nothing."""
+    """Against the shipped preset current itself (no `refresh` record) the current tree changes nothing."""
     assert sr.compare(hand_written("current"), derived["current"]["stack"]) == []
     changes = {c["key"] for c in sr.compare(hand_written("original_20260307"), derived["current"]["stack"])}
     assert {"sglang_ref", "torch", "torchvision", "torchaudio", "flashinfer", "sgl_kernel"} <= changes
@@ -161,7 +161,10 @@ def test_the_written_file_loads_as_the_stack(derived, tmp_path):
     stack = derived["current"]["stack"]
     text = sr.render("20260818_d55f1c28e2", stack, "2026-08-18T09:10:54+08:00", ["x -> y: z"], "current")
     data = yaml.safe_load(text)
-    assert data == {"blackwell_stack_20260818_d55f1c28e2": stack}
+    assert data == {"sglang_stack_preset_20260818_d55f1c28e2": stack}
+    # every key of a shipped preset, and the record of what the tree held
+    assert set(stack) == set(hand_written("current")) | {"refresh"}
+    assert "Select it with sglang_stack_preset: 20260818_d55f1c28e2" in text
     assert all(len(line) <= 160 for line in text.splitlines())
     assert sr.stack_name(stack["sglang_ref"], "2026-08-18T09:10:54+08:00") == "20260818_d55f1c28e2"
 
