@@ -117,11 +117,11 @@ def test_an_inventory_preset_is_selected_like_a_shipped_one(tmp_path):
                  " 'fi': sglang_stack_flashinfer_version} | to_json }}")}}]
     run = run_play(tmp_path, tasks, {"sglang_stack_preset": name, "sglang_stack_preset_" + name: pins})
     assert _shown(run.out, "STACK ") == {"ref": pins["sglang_ref"], "torch": pins["torch"], "fi": "0.6.18"}, run
-    assert _variable_names.unknown(["sglang_stack_preset_" + name], _variable_names.known_names(ROOT),
-                                   _variable_names.role_prefixes(ROOT)) == []
+    known, prefixes = _variable_names.known_names(ROOT), _variable_names.role_prefixes(ROOT)
+    assert _variable_names.unknown(["sglang_stack_preset_" + name], known, prefixes) == []
     # a name close to the pattern but not of it is still reported
-    assert [u["name"] for u in _variable_names.unknown(["sglang_stack_presetx"], _variable_names.known_names(ROOT),
-                                                        _variable_names.role_prefixes(ROOT))] == ["sglang_stack_presetx"]
+    reported = _variable_names.unknown(["sglang_stack_presetx"], known, prefixes)
+    assert [u["name"] for u in reported] == ["sglang_stack_presetx"]
 
 
 def test_a_torch_of_ones_own_gets_no_preset_companions(tmp_path):
