@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Rules for hostile or careless input (issue 17), shared by the ``input_problems`` filter, modules and tests.
+"""Rules for hostile or careless input, shared by the ``input_problems`` filter, modules and tests.
 
 Every rule takes ``(name, value)`` and returns a list of messages; each message names the variable and the value
 (``repr``, secrets masked by the caller through :func:`mask`). An empty list means the value is acceptable. The

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Module blackwell.sglang.venv_facts: thin wrapper around module_utils._venv_metadata (issue 18)."""
+"""Module blackwell.sglang.venv_facts: thin wrapper around module_utils._venv_metadata."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every other role in --check against localhost, host-changing modules blocked: bad values are refused by a
-named check before the first task that could change the host (issue 17)."""
+named check before the first task that could change the host."""
 
 import pytest
 

@@ -1,5 +1,5 @@
 """ansible.builtin.script probes run even in --check; their interpreter and arguments are quoted, so a venv path
-with a space works and one with shell metacharacters runs nothing else (issue 17)."""
+with a space works and one with shell metacharacters runs nothing else."""
 
 import os
 import sys

@@ -1,4 +1,4 @@
-"""blackwell.sglang.managed_files (issue 19): a role's directories, files and removals in one module call.
+"""blackwell.sglang.managed_files: a role's directories, files and removals in one module call.
 
 module_utils._managed_files is tested on real temporary trees (plan, then apply); the module itself runs for real
 through ansible-playbook on localhost, twice (the second run reports no change, as a no-op converge must), in check

@@ -1,4 +1,4 @@
-"""The model role's result wired into the service, the release manifest and the drift audit (issue 13, part 2).
+"""The model role's result wired into the service, the release manifest and the drift audit.
 
 The wiring tasks are taken by name from the real playbooks/site.yml's chain (roles/sglang_converge; the model role, its ``service_env`` entry
 point, the set_fact that passes the result on) and run by real ansible-playbook on local-connection hosts, followed

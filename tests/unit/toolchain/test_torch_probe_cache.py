@@ -1,4 +1,4 @@
-"""torch_nightly reuses the probe kept in its install stamp only while the GPUs are the same (issue 19).
+"""torch_nightly reuses the probe kept in its install stamp only while the GPUs are the same.
 
 roles/torch_nightly/tasks/verify.yml run for real by ansible-playbook on localhost. The "venv" is this test's own
 interpreter, which has the CPU torch of requirements-dev (not the pin), so the real probe reports another version and

@@ -1,4 +1,4 @@
-"""Stamps of the no-op converge (issue 19): module_utils._venv_state with its reader run by this interpreter.
+"""Stamps of the no-op converge: module_utils._venv_state with its reader run by this interpreter.
 
 The "venv" is this test interpreter with a temporary site directory of real dist-info folders put first on
 PYTHONPATH; the reader reads them with importlib.metadata exactly as on a host. Every test that shows a skip also
@@ -279,7 +279,7 @@ def test_names_digest_a_partial_install_as_it_is(run, site):
 
 # digest="named" (the FlashInfer install stamp): FlashInfer's closure is checked strictly, but only the named
 # distributions (its pins and the protected ones) are digested, so sglang_source moving a shared dependency within
-# FlashInfer's specifiers is no miss on the first re-run (docs/benchmarks/noop-1host-20261201.md, Notes).
+# FlashInfer's specifiers is no miss on the first re-run.
 FI_PINS = ["demo-flashinfer-python==0.6.3"]
 FI_NAMES = ["demo-torch", "demo-torchvision"]
 FI_INPUTS = {"packages": FI_PINS, "index": "https://flashinfer.ai/whl"}
