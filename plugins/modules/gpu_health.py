@@ -66,7 +66,8 @@ options:
     default: 60
   policy_models:
     description:
-      - GPU policy per GPU model, C({model, power_limit_w, application_clocks: {memory_mhz, graphics_mhz}}); the
+      - >-
+        GPU policy per GPU model, C({model, power_limit_w, application_clocks: {memory_mhz, graphics_mhz}}); the
         first entry whose C(model) (a regular expression) is found in the GPU's name applies.
       - When given (an empty list is persistence mode only), RV(policy_plan) says what the policy changes on each GPU.
     type: list
