@@ -5,14 +5,13 @@ PYTHONPATH, as in test_venv_stamp.py; the module runs as Ansible runs it (a proc
 """
 
 import json
-import os
 import pathlib
 import re
-import subprocess
 import sys
 
+import ansible_run
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-MODULE = ROOT / "plugins" / "modules" / "venv_facts.py"
 
 
 def _dist(site, name, version, requires=()):
@@ -25,12 +24,7 @@ def _dist(site, name, version, requires=()):
 
 
 def _module(tmp_path, site, args):
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH="%s:%s" % (site, ROOT / "collections"))
-    proc = subprocess.run([sys.executable, str(MODULE), str(path)], env=env, capture_output=True, text=True,
-                          timeout=120, check=False)
-    return json.loads(proc.stdout)
+    return ansible_run.module_file("venv_facts", args, tmp_path, pythonpath=[site])
 
 
 def test_versions_requires_and_pep503_names(tmp_path):
