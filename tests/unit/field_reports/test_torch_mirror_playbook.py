@@ -50,7 +50,7 @@ def index(root, wheels):
 
 
 def play(tmp_path, index_url, mirror, dest, pin=PIN):
-    play_vars = {"torch_nightly_version": pin, "torch_nightly_python": sys.executable,
+    play_vars = {"sglang_stack_torch_version": pin, "torch_nightly_python": sys.executable,
                  "torch_nightly_index_url": index_url, "torch_nightly_wheelhouse_mirror": str(mirror),
                  "torch_nightly_wheelhouse_mirror_dest": str(dest), "torch_nightly_pip_retries": 0,
                  "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1}

@@ -28,7 +28,7 @@ def play(tmp_path, identity, stamp):
     except ImportError:
         pytest.skip("this interpreter has no torch: the real probe would not report one")
     venv = pathlib.Path(sys.executable).parent.parent   # read only: verify.yml changes nothing
-    play_vars = {"torch_nightly_version": PIN, "torch_nightly_venv": str(venv), "torch_nightly_python": sys.executable,
+    play_vars = {"sglang_stack_torch_version": PIN, "sglang_stack_venv": str(venv), "torch_nightly_python": sys.executable,
                  "sglang_stack_gpu_identity": identity, "__torch_nightly_stamp": stamp}
     tasks = [{"name": "validate", "ansible.builtin.include_role": {
         "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
