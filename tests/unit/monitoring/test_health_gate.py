@@ -58,7 +58,7 @@ def _run(tmp_path, playbook, extra=None):
               "sglang_stack_root": str(tmp_path), "sglang_stack_current": str(tmp_path / "current"),
               "sglang_stack_previous": str(tmp_path / "previous"), "sglang_release_id": "new",
               "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
-              "sglang_stack_venv": str(tmp_path / "venv"), "flashinfer_version": "0.6.5",
+              "sglang_stack_venv": str(tmp_path / "venv"), "sglang_stack_flashinfer_version": "0.6.5",
               "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",
               "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts")}
     hosts = {
