@@ -249,7 +249,6 @@ def fixture_fleet(tmp_path):
                   "sglang_stack_previous": str(previous), "sglang_release_id": "new",
                   "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
                   "sglang_stack_venv": str(tmp_path / "venv"), "sglang_stack_flashinfer_version": "0.6.5",
-                  "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",
                   "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts"),
                   # the gateway role (real), bounded for the test
                   "sglang_gateway_api_key": KEY, "sglang_gateway_worker_address": "127.0.0.1",

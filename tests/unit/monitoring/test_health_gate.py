@@ -59,7 +59,6 @@ def _run(tmp_path, playbook, extra=None):
               "sglang_stack_previous": str(tmp_path / "previous"), "sglang_release_id": "new",
               "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
               "sglang_stack_venv": str(tmp_path / "venv"), "sglang_stack_flashinfer_version": "0.6.5",
-              "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",
               "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts")}
     hosts = {
         "gpu-sick": {"sglang_monitoring_health_kernel_log_path": os.path.join(GH, "kernel", "xid79_fell_off_bus.log"),
