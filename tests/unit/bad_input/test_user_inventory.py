@@ -14,11 +14,19 @@ import sys
 import pytest
 import yaml
 
-from harness import ROOT, ansible_env, run_play, run_role
+import ansible_run
+from harness import ROOT, block_env, run_play, run_role
 
 from ansible_collections.blackwell.sglang.plugins.plugin_utils import _variable_names
 
-BIN = pathlib.Path(sys.executable).parent
+BIN = pathlib.Path(ansible_run.BIN)
+
+
+def ansible_env(tmp_path, extra=None):
+    """The shared harness's environment with the block_changes callback (tests/unit/ansible_run.py, harness.py)."""
+    return ansible_run.env(tmp_path, block_env(tmp_path, extra))
+
+
 CONTRACT = yaml.safe_load((pathlib.Path(ROOT) / "roles" / "sglang_stack" / "defaults" / "main.yml").read_text())
 
 
