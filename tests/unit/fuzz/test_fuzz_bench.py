@@ -153,4 +153,3 @@ def test_run_json_of_any_shape(meta):
 def test_summarize_manifest(value):
     summary = _bench_report.summarize_manifest(value)
     assert set(summary["versions"]) >= set(_bench_report._VERSION_KEYS)  # pylint: disable=protected-access
-
