@@ -1,7 +1,10 @@
 """cuda_toolchain / torch_nightly / flashinfer: argument specs agree with defaults, and bad input fails in the
 argument validation before any task of the role runs (real ansible-playbook runs against localhost)."""
 
+import os
 import pathlib
+import subprocess
+import sys
 
 import pytest
 import yaml
