@@ -33,9 +33,10 @@ class ActionModule(ActionBase):
             known = _variable_names.known_names(ROOT)
             inputs = _variable_names.input_names(ROOT)
             prefixes = _variable_names.role_prefixes(ROOT)
+            renamed = _variable_names.renamed_names(ROOT)
         except (OSError, ValueError) as exc:
             raise AnsibleActionFail("cannot read the variable names of the collection at %s: %s" % (ROOT, exc))
-        found = [u for u in _variable_names.unknown(names, known, prefixes, inputs) if u["name"] not in args["ignore"]]
+        found = [u for u in _variable_names.unknown(names, known, prefixes, inputs, renamed) if u["name"] not in args["ignore"]]
         result.update(changed=False, unknown=found, checked=len(set(names)))
         if not found:
             result["msg"] = "no unknown variable among the %d of this host" % len(set(names))

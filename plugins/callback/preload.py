@@ -5,10 +5,9 @@
 
 ansible-playbook runs every task in a freshly forked worker process. A filter of a collection that the main process
 has not used yet is looked up, imported and wrapped inside that worker and lost when it exits, so each task that
-uses one of ours pays the lookup again: about 0.15-0.3 s on the 2-core lab machine, against 0.04 s for an assert
-with builtin filters only (measured 2026-12-01, docs/benchmarks/noop-analysis-20261201.md). The roles use them in
-about 150 of the 400 tasks of a no-op converge. Loaded once before the first play, the workers inherit them through
-fork. The same holds for the collection's action plugin.
+uses one of ours pays the lookup again, several times what an assert with builtin filters only costs
+(docs/benchmarks.md). The roles use them in a good part of the tasks of a no-op converge. Loaded once before the
+first play, the workers inherit them through fork. The same holds for the collection's action plugin.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ version_added: 0.1.0
 description:
   - Before the first play, looks up every Jinja filter and action plugin of blackwell.sglang through Ansible's
     plugin loaders in the main ansible-playbook process. The task workers, forked from it, then find them loaded
-    instead of importing them again for every task that uses one (about 0.15-0.3 s each on a 2-core controller).
+    instead of importing them again for every task that uses one (a fraction of a second each, docs/benchmarks.md).
   - Changes no output and no result; a plugin that fails to load is left to the task that uses it, which reports
     the error as before.
 requirements:

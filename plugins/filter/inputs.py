@@ -26,14 +26,15 @@ def input_problems(values, rule=None):
         raise AnsibleFilterError(str(exc))
 
 
-def stack_alias_problems(values, aliases, contract):
-    """``{alias: value}`` -> messages for every alias of ``aliases`` (``{alias: contract name}``) whose value differs
-    from ``contract[<contract name>]`` (empty = the roles agree with the stack contract)."""
-    for label, arg in (("values", values), ("aliases", aliases), ("contract", contract)):
+def stack_alias_problems(values, aliases, contract, retired=None):
+    """``{name: value}`` -> messages for every alias of ``aliases`` (``{alias: contract name}``) whose value differs
+    from ``contract[<contract name>]``, and for every name of ``retired`` (``{old name: contract name}``) that is set
+    at all (empty = the inventory sets each value once, by the name the roles read)."""
+    for label, arg in (("values", values), ("aliases", aliases), ("contract", contract), ("retired", retired or {})):
         if not isinstance(arg, dict):
             raise AnsibleFilterError("stack_alias_problems expects %s as a dict, got %s" % (label, type(arg).__name__))
     try:
-        return _inputs.alias_problems(dict(values), dict(aliases), dict(contract))
+        return _inputs.alias_problems(dict(values), dict(aliases), dict(contract), dict(retired or {}))
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 

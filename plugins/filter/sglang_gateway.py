@@ -18,15 +18,7 @@ def _service_value(hv, name):
     return value if value not in (None, "") else hv.get("sglang_stack_service_" + name)
 
 
-def sglang_gateway_servers(host_names, hostvars, groups, default_port, default_scheme="http"):
-    """One dict per server host for :func:`sglang_gateway_workers`, read from the inventory.
-
-    Per host: ``sglang_gateway_worker_address`` (else ``ansible_host``, else the inventory name),
-    ``sglang_gateway_worker_port`` (else ``default_port``), ``sglang_gateway_worker_scheme``, and the multi-node
-    group (``sglang_stack_service_multinode_group``, or its alias ``sglang_service_multinode_group``) with its members'
-    explicit ``sglang_service_node_rank``; also SGLang's port and bind address (``sglang_stack_service_port`` /
-    ``_host``, or the ``sglang_service_`` aliases) for the checks.
-    """
+def _servers(host_names, hostvars, groups, default_port, default_scheme):
     out = []
     for host in list(host_names or []):
         hv = hostvars[host]
@@ -50,26 +42,33 @@ def sglang_gateway_servers(host_names, hostvars, groups, default_port, default_s
     return out
 
 
-def sglang_gateway_workers(servers, group_name="sglang_servers"):
-    """One worker per server (rank 0 of a multi-node server); GatewayError becomes a filter error."""
+def sglang_gateway_workers(host_names, hostvars, groups, default_port, default_scheme="http",
+                           group_name="sglang_servers"):
+    """The worker group's servers as read from the inventory and the gateway's workers: ``{"servers", "workers"}``.
+
+    Per server host: ``sglang_gateway_worker_address`` (else ``ansible_host``, else the inventory name),
+    ``sglang_gateway_worker_port`` (else ``default_port``), ``sglang_gateway_worker_scheme``, the multi-node group
+    (``sglang_stack_service_multinode_group``, or its alias ``sglang_service_multinode_group``) with its members'
+    explicit ``sglang_service_node_rank``; also SGLang's port and bind address (``sglang_stack_service_port`` /
+    ``_host``, or the ``sglang_service_`` aliases) for the checks of :func:`sglang_gateway_args`. One worker per
+    server (rank 0 of a multi-node server, _gateway.plan_workers); a GatewayError becomes a filter error.
+    """
     try:
-        return _gateway.plan_workers(list(servers or []), group_name)
+        servers = _servers(host_names, hostvars, groups, default_port, default_scheme)
+        return {"servers": servers, "workers": _gateway.plan_workers(servers, group_name)}
     except (_gateway.GatewayError, KeyError, TypeError) as exc:
         raise AnsibleFilterError("sglang_gateway: %s" % exc)
 
 
-def sglang_gateway_check(workers, gateway_host, settings, policies=None, server_ports=None, server_binds=None):
-    """The checks passed (list of str), or a filter error naming the variable."""
+def sglang_gateway_args(settings, workers, gateway_host=None, servers=None):
+    """``smg launch`` argv without the API key; with ``gateway_host``, the settings are checked first for that gateway
+    (_gateway.check_settings, against the ``servers`` of :func:`sglang_gateway_workers`). Errors name the variable."""
     try:
-        return _gateway.check_settings(gateway_host, list(workers), dict(settings), policies, server_ports,
-                                       server_binds)
-    except (_gateway.GatewayError, TypeError) as exc:
-        raise AnsibleFilterError("sglang_gateway: %s" % exc)
-
-
-def sglang_gateway_args(settings, workers):
-    """``smg launch`` argv without the API key."""
-    try:
+        if gateway_host is not None:
+            servers = list(servers or [])
+            _gateway.check_settings(gateway_host, list(workers), dict(settings), None,
+                                    dict((s["host"], s["service_port"]) for s in servers),
+                                    dict((s["host"], s["service_host"]) for s in servers))
         return _gateway.render_args(dict(settings), list(workers))
     except (_gateway.GatewayError, KeyError, TypeError, ValueError) as exc:
         raise AnsibleFilterError("sglang_gateway: %s" % exc)
@@ -83,9 +82,7 @@ def sglang_gateway_audit(listed, expected_urls):
 class FilterModule(object):
     def filters(self):
         return {
-            "sglang_gateway_servers": sglang_gateway_servers,
             "sglang_gateway_workers": sglang_gateway_workers,
-            "sglang_gateway_check": sglang_gateway_check,
             "sglang_gateway_args": sglang_gateway_args,
             "sglang_gateway_audit": sglang_gateway_audit,
         }

@@ -5,23 +5,20 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _multinode
-from ansible_collections.blackwell.sglang.plugins.module_utils import _preflight
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics
 
 DOCUMENTATION_NOTE = """
-sglang_service_args(settings) -> list      argv for launch_server (see _server_flags.render_server_args)
-sglang_service_check_backends(argv, cc)    argv unchanged, or an error from the SM12x allow-list
-sglang_service_env_warnings(env, cc) -> list   warnings about the unit environment (N01 TRITON_PTXAS_PATH)
+sglang_service_args(settings, compute_capability, fp4_probe, fp4_backends) -> list   argv for launch_server, checked
+sglang_service_merge_args(computed, user) -> {args, overridden}   preflight's flags merged with the inventory's
 systemd_exec_args(argv) -> str             argv quoted for a systemd Exec line (%% and $$ escaped, ${VAR} kept)
-sglang_pinned_backend_evidence(probe, flag, value) -> dict|None   the probe's evidence against a pinned backend
-nvidia_device_groups(proc_devices) -> list  char device groups named nvidia* in /proc/devices text
 sglang_multinode(members, host, tp_size, ...) -> dict  --nnodes/--node-rank/--dist-init-addr of one member
 """
 
@@ -29,26 +26,32 @@ _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 
 
-def sglang_service_args(settings):
-    """Render the launch_server argv; FlagError becomes a filter error naming the flag.
+def sglang_service_args(settings, compute_capability=None, fp4_probe=None, fp4_backends=None):
+    """Render the launch_server argv and check it; every refusal is a filter error naming the flag.
 
     Speculative-decoding combinations reported to crash (N06) are shown as warnings (or fail with
-    ``speculative_known_crash_action: fail``)."""
+    ``speculative_known_crash_action: fail``). With ``compute_capability`` the backend flags must pass its
+    allow-list (_server_flags.check_backends). With ``fp4_probe`` (the fp4_probe_result fact) a chosen
+    ``fp4_backends`` value (``{fp4_gemm_backend, moe_runner_backend}``) that the probe found broken on this host is
+    refused with the probe's evidence (fp4_numerics.pinned_flag_verdict), whether or not the flag is rendered."""
     try:
         argv = _server_flags.render_server_args(dict(settings))
+        if compute_capability is not None:
+            _server_flags.check_backends(list(argv), compute_capability or None)
     except (_server_flags.FlagError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("sglang_service: %s" % exc)
+    try:
+        evidence = [fp4_numerics.pinned_flag_verdict(fp4_probe or {}, flag, value)
+                    for flag, value in sorted((fp4_backends or {}).items())]
+    except ValueError as exc:
+        raise AnsibleFilterError("sglang_service: %s" % exc)
+    evidence = [found for found in evidence if found]
+    if evidence:
+        raise AnsibleFilterError("sglang_service: %s -- evidence: %s" % (
+            "; ".join(found["message"] for found in evidence), json.dumps(evidence, sort_keys=True)))
     for finding in _server_flags.spec_decode_findings(dict(settings)):
         Display().warning(finding["message"])
     return argv
-
-
-def sglang_service_env_warnings(env, cc):
-    """Warnings for the rendered service environment (N01: TRITON_PTXAS_PATH on compute capability 12.x)."""
-    warnings = _preflight.service_env_warnings(dict(env or {}), cc)
-    for warning in warnings:
-        Display().warning(warning)
-    return warnings
 
 
 def sglang_service_merge_args(computed, user):
@@ -57,24 +60,6 @@ def sglang_service_merge_args(computed, user):
         return _server_flags.merge_extra_args(list(computed or []), list(user or []))
     except (_server_flags.FlagError, ValueError, TypeError) as exc:
         raise AnsibleFilterError("sglang_service_extra_args: %s" % exc)
-
-
-def sglang_service_merge_env(computed, user):
-    """Computed environment + the inventory's: ``{"env": merged, "overridden": [key whose user value differs]}``."""
-    computed = dict(computed or {})
-    user = dict(user or {})
-    merged = dict(computed)
-    merged.update(user)
-    return {"env": merged, "overridden": sorted(k for k in user if k in computed and str(user[k]) != str(computed[k]))}
-
-
-def sglang_service_check_backends(argv, cc):
-    """Apply the compute-capability allow-list to ``argv`` on the controller (before anything changes)."""
-    try:
-        _server_flags.check_backends(list(argv), cc or None)
-    except (_server_flags.FlagError, ValueError) as exc:
-        raise AnsibleFilterError("sglang_service: %s" % exc)
-    return list(argv)
 
 
 def systemd_exec_args(argv, per_flag=False):
@@ -107,37 +92,6 @@ def systemd_exec_args(argv, per_flag=False):
     return lines
 
 
-def sglang_pinned_backend_evidence(probe_result, flag, value):
-    """Evidence from the FP4 probe against a pinned backend value, or None (fp4_numerics.pinned_flag_verdict)."""
-    try:
-        return fp4_numerics.pinned_flag_verdict(probe_result or {}, flag, value)
-    except ValueError as exc:
-        raise AnsibleFilterError("sglang_service: %s" % exc)
-
-
-def nvidia_device_groups(proc_devices, prefix="nvidia"):
-    """Names of NVIDIA character-device groups in ``/proc/devices`` text (for ``DeviceAllow=char-<name>``).
-
-    Drivers name major 195 ``nvidia-frontend`` (older) or ``nvidia`` (current); ``nvidia-uvm``, ``nvidia-caps``,
-    ``nvidia-nvlink``, ``nvidia-caps-imex-channels`` appear as their modules load (ansible-practice 6.1).
-    With ``prefix="infiniband"`` the RDMA groups instead: ``infiniband_verbs`` (``/dev/infiniband/uverbs*``) and
-    ``infiniband_mad`` (``umad*``/``issm*``), which NCCL's IB/RoCE transport opens on a multi-node server.
-    """
-    groups = []
-    in_char = False
-    for line in (proc_devices or "").splitlines():
-        if line.startswith("Character devices"):
-            in_char = True
-            continue
-        if line.startswith("Block devices"):
-            in_char = False
-            continue
-        parts = line.split()
-        if in_char and len(parts) == 2 and parts[1].startswith(prefix) and parts[1] not in groups:
-            groups.append(parts[1])
-    return groups
-
-
 def sglang_multinode(members, host, tp_size, ranks=None, addresses=None, batch=None, release_ids=None,
                      dist_init_addr="", dist_init_port=50000):
     """One member's multi-node settings (module_utils/_multinode.plan_multinode); errors name the member."""
@@ -153,12 +107,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "sglang_service_args": sglang_service_args,
-            "sglang_service_check_backends": sglang_service_check_backends,
-            "sglang_service_env_warnings": sglang_service_env_warnings,
             "sglang_service_merge_args": sglang_service_merge_args,
-            "sglang_service_merge_env": sglang_service_merge_env,
             "systemd_exec_args": systemd_exec_args,
-            "sglang_pinned_backend_evidence": sglang_pinned_backend_evidence,
-            "nvidia_device_groups": nvidia_device_groups,
             "sglang_multinode": sglang_multinode,
         }

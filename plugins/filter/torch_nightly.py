@@ -5,36 +5,8 @@
 
 from __future__ import annotations
 
-DOCUMENTATION = r"""
-name: torch_nightly_wheel_patterns
-short_description: Wheel file-name globs for exact pins (C(name==version))
-version_added: 0.1.0
-description:
-  - C(pytorch-triton==3.6.0+git1a2b) becomes C(pytorch_triton-3.6.0+git1a2b-*.whl) (the wheel file-name rule of
-    PEP 427, C(-) and C(.) in the project name are written C(_)). Used by the wheelhouse mirror (field report N14).
-  - The same file defines C(torch_nightly_failure_message), which turns pip's output into the role's error; a
-    pinned nightly the index no longer serves names the pin and the wheelhouse remedy (docs/field-reports.md N14).
-options:
-  _input:
-    description: List of exact pins.
-    type: list
-    elements: str
-    required: true
-"""
-
-EXAMPLES = r"""
-- name: Look for the pinned wheels
-  ansible.builtin.find:
-    paths: /srv/wheelhouse
-    patterns: "{{ ['torch==2.12.0.dev20260307+cu130'] | blackwell.sglang.torch_nightly_wheel_patterns }}"
-"""
-
-RETURN = r"""
-_value:
-  description: One glob per pin.
-  type: list
-  elements: str
-"""
+# Documentation: torch_nightly_wheel_patterns.yml and torch_nightly_failure_message.yml next to this file (one per
+# filter, so that ansible-doc shows each filter its own).
 
 import re
 

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""A flat, bounded wait for a detached (``async``/``poll: 0``) job, printing progress (issue 17).
+"""A flat, bounded wait for a detached (``async``/``poll: 0``) job, printing progress.
 
-The roles used to wait by an ``include_tasks`` that included itself once per progress round; ansible-core nests
-every include, and a little above 240 rounds (the default 4 h sgl-kernel build timeout) it raised
+An ``include_tasks`` that includes itself once per progress round cannot wait long: ansible-core nests every
+include, and after a few hundred rounds (fewer than the default sgl-kernel build timeout has) it raises
 ``RecursionError`` in the controller. :func:`wait` is one ``while`` loop instead: it polls the job every
 ``poll_interval`` seconds, reports a progress line every ``progress_interval`` seconds and stops when the job
 finished or ``timeout`` seconds passed. All times are seconds; clock, sleep and I/O are injected.

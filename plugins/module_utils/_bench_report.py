@@ -172,7 +172,7 @@ def _read_json_file(path):
 
 
 def _check_run_meta(meta, path):
-    """run.json of the wrong shape is a failure naming the file and the key (issue 17), not a traceback."""
+    """run.json of the wrong shape is a failure naming the file and the key, not a traceback."""
     if meta is None:
         return
     if not isinstance(meta, dict):

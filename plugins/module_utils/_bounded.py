@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Run an external probe with a time limit (issue 17: a wedged GPU is exactly when ``nvidia-smi`` blocks).
+"""Run an external probe with a time limit (a wedged GPU is exactly when ``nvidia-smi`` blocks).
 
 :func:`run` has ``AnsibleModule.run_command``'s result shape ``(rc, stdout, stderr)``, no shell. A probe still
 running after ``timeout`` seconds is killed with its whole process group and reported as rc :data:`TIMEOUT_RC`

@@ -1,16 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""CUDA toolchain / torch build checks shared by the toolchain filters and roles.
+"""CUDA toolchain / torch build checks shared by the preflight, the toolchain module and filter.
 
 Pure Python (stdlib only, plus :mod:`._versions`), so it runs on the controller and in unit tests.
 
-* :func:`nvcc_facts` -- ``nvcc --version`` text -> version dict (only the ``release X.Y, VX.Y.Z`` line is trusted, B21).
 * :func:`gpu_arch_list` -- ``nvcc --list-gpu-arch`` text -> ``["compute_75", ...]`` (B04: check the list, do not
   infer support from a version number).
 * :func:`arch_coverage` -- does ``torch.cuda.get_arch_list()`` (or any sm_/compute_ list) run on a GPU of compute
   capability X.Y (B14)?
-* :func:`cuda_release_mismatches` -- which installed CUDA pip dists do not share the requested major.minor (B08).
 * :func:`apt_repository` -- NVIDIA's CUDA apt repository directory (``debian12/x86_64``) for a distribution, version
   and architecture (B33); the one lookup of the preflight and of cuda_toolchain's apt method.
 """
@@ -19,26 +17,10 @@ from __future__ import annotations
 
 import re
 
-from ._versions import major_minor, parse_nvcc_version
+from ._versions import major_minor
 
 _ARCH_RE = re.compile(r"^(sm|compute)_(\d+)([a-z]?)$")
 _LIST_ARCH_RE = re.compile(r"\bcompute_(\d+)([a-z]?)\b")
-
-
-def nvcc_facts(text):
-    """Describe ``nvcc --version`` output.
-
-    :returns: dict ``version`` ("13.0.88"), ``release`` ("13.0"), ``major``, ``minor``, ``patch`` (ints).
-    :raises ValueError: when the output has no ``release X.Y, VX.Y.Z`` line.
-    """
-    major, minor, patch = parse_nvcc_version(text)
-    return {
-        "version": "%d.%d.%d" % (major, minor, patch),
-        "release": "%d.%d" % (major, minor),
-        "major": major,
-        "minor": minor,
-        "patch": patch,
-    }
 
 
 def gpu_arch_list(text):
@@ -115,29 +97,6 @@ def arch_coverage(arch_list, compute_cap):
     return {"covered": False, "via": None, "kind": None, "compute_cap": cap, "warning": None,
             "message": "no sm_%d%d SASS or compute_XY<=%d%d PTX in %s: kernels fail with 'no kernel image is "
                        "available for execution on the device'" % (major, minor, major, minor, list(arch_list or []))}
-
-
-def cuda_release_mismatches(dists, cuda_version):
-    """CUDA pip dists whose version does not start with the requested major.minor (B08: mixed minors break ptxas).
-
-    :param dists: mapping dist name -> installed version (None/"" when not installed).
-    :param cuda_version: ``"13.0"``.
-    :returns: sorted list of ``{"name", "version", "expected"}`` for missing or mismatched dists.
-    """
-    want = major_minor(cuda_version)
-    bad = []
-    for name in sorted(dists):
-        version = dists[name]
-        if not version:
-            bad.append({"name": name, "version": None, "expected": "%d.%d.*" % want})
-            continue
-        try:
-            have = major_minor(str(version).split("+", maxsplit=1)[0])
-        except ValueError:
-            have = None
-        if have != want:
-            bad.append({"name": name, "version": str(version), "expected": "%d.%d.*" % want})
-    return bad
 
 
 def _version_keys(version):

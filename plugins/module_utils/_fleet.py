@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import hashlib
 import re
 from collections import Counter
 
@@ -36,7 +35,7 @@ FLEET_FIELDS = (
     ("torch", ("torch", "version")),
     ("torch cuda", ("torch", "cuda")),
     ("python", ("python",)),
-    ("unit sha256", ("unit", "fleet_sha256")),      # per-node flags masked; see unit_fleet_sha256()
+    ("unit sha256", ("unit", "fleet_sha256")),      # per-node flags masked (sglang_release tasks_from: manifest)
     ("fp4 gemm backend", ("probe", "recommended", "fp4_gemm_backend")),
     ("moe runner backend", ("probe", "recommended", "moe_runner_backend")),
     # the checkpoint sglang_model verified (docs/model.md): same commit, same files (sha256 of the manifest)
@@ -49,25 +48,6 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # Distributions whose versions must match across the fleet (others may differ without it being drift).
 KEY_DISTRIBUTIONS = ("torch", "sglang", "sgl-kernel", "sglang-kernel", "flashinfer-python", "flashinfer-cubin",
                      "flashinfer-jit-cache", "triton", "pytorch-triton", "transformers")
-
-
-# Flags whose value differs between the nodes of one multi-node server by design (module_utils/_multinode.py).
-_PER_NODE_FLAGS = re.compile(r"(--node-rank|--dist-init-addr)([ =]+)(\"[^\"]*\"|\S+)")
-
-
-def unit_fleet_sha256(text):
-    """sha256 (hex) of a unit file's text with the per-node flags of a multi-node server masked.
-
-    The ranks of one server run the same release with the same unit except ``--node-rank`` (and, across servers,
-    ``--dist-init-addr``); comparing this hash across the fleet finds real unit drift without reporting every
-    multi-node deployment. ``host_drift`` still compares the exact file hash with the host's own manifest.
-
-    :param text: str, the unit file's content (None -> None).
-    :returns: 64 hex characters, or None.
-    """
-    if text is None:
-        return None
-    return hashlib.sha256(_PER_NODE_FLAGS.sub(r"\1\2<per-node>", text).encode("utf-8")).hexdigest()
 
 
 _MODEL_PATH = re.compile(r'(?:^|\s)--model-path(?:=|[ \t]+)("(?:[^"\\]|\\.)*"|[^\s"]+)')

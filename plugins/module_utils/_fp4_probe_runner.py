@@ -282,7 +282,7 @@ class StepLauncher(object):
     Preferred: a fork server ("zygote") that imports torch/FlashInfer once WITHOUT
     touching CUDA and forks one worker per step, so every backend still gets its
     own process (crash/hang contained, killed on timeout) without paying the
-    several-second import each time (H200 run: ~5 s per spawned child).  The
+    several-second import each time.  The
     zygote first proves that a forked worker can initialise CUDA; if that, the
     zygote's start, or the zygote itself fails, steps fall back to one freshly
     spawned interpreter each.

@@ -50,9 +50,10 @@ Why each rule exists:
 * ``outside_collection(root=)``: a controller path (report, cache) that is not inside the installed collection.
 
 Stack-contract aliases (:func:`alias_problems`): a role variable that stands for a value of the stack contract
-(``torch_nightly_version`` for ``sglang_stack_torch_version``, the table ``sglang_stack_pin_aliases`` of
+(``sglang_release_torch_version`` for ``sglang_stack_torch_version``, the table ``sglang_stack_pin_aliases`` of
 roles/sglang_stack) must resolve to the contract's value; otherwise the roles would build one stack and key the
-release on another (an inventory that still sets the role's own name).
+release on another (an inventory that still sets the role's own name). A retired name (``torch_nightly_version``,
+the table ``sglang_stack_retired_names``), one that the roles no longer read, must not be set at all.
 """
 
 from __future__ import annotations
@@ -585,16 +586,25 @@ def _same(left, right):
     return isinstance(left, scalar) and isinstance(right, scalar) and str(left) == str(right)
 
 
-def alias_problems(values, aliases, contract):
-    """Messages for every role alias whose value differs from its contract variable's value.
+def alias_problems(values, aliases, contract, retired=None):
+    """Messages for every role alias whose value differs from its contract variable's value, and for every retired
+    name that is set.
 
-    ``values``: ``{alias name: resolved value}`` of the aliases that are defined (an alias that is not defined
-    cannot differ). ``aliases``: ``{alias name: contract name}`` (``sglang_stack_pin_aliases``). ``contract``:
-    ``{contract name: resolved value}``. A contract name missing from ``contract`` is an error of the caller
-    (ValueError). Returns the messages sorted by alias name; empty = no divergence.
+    ``values``: ``{name: resolved value}`` of the aliases and retired names that are defined (a name that is not
+    defined cannot differ). ``aliases``: ``{alias name: contract name}`` (``sglang_stack_pin_aliases``). ``contract``:
+    ``{contract name: resolved value}``. ``retired``: ``{old name: contract name}`` (``sglang_stack_retired_names``):
+    names no role reads any more, so a value set under one would be ignored; any value is refused, naming the contract
+    name to set instead. A contract name missing from ``contract`` is an error of the caller (ValueError). Returns the
+    messages sorted by name; empty = no divergence.
     """
+    retired = retired or {}
     out = []
     for alias in sorted(values):
+        if alias in retired:
+            out.append("%s is no longer read: the roles read the stack contract's %s. Set %s "
+                       "(inventories/<name>/group_vars/all/sglang_stack.yml) and remove %s from the inventory"
+                       % (alias, retired[alias], retired[alias], alias))
+            continue
         if alias not in aliases:
             continue
         name = aliases[alias]

@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Directories, files and removals of one role, checked and put right in one module call (issue 19).
+"""Directories, files and removals of one role, checked and put right in one module call.
 
-A no-op converge used to pay two module runs (``stat``, then ``file`` for the attributes) for every ``template``
-and ``copy`` task and one for every ``file`` task: about 0.3 s each on the 2-core sandbox
-(docs/benchmarks/noop-analysis-20261201.md). :func:`plan` reads everything first and changes nothing, so a bad
+A no-op converge pays two module runs (``stat``, then ``file`` for the attributes) for every ``template`` and
+``copy`` task and one for every ``file`` task, a round trip each; one call for a role's files pays one.
+:func:`plan` reads everything first and changes nothing, so a bad
 entry (an unknown owner, a directory where a file should be, a parent that is not a directory) fails before the
 first change; :func:`apply` then makes only the changes the plan lists.
 

@@ -212,8 +212,8 @@ endif()
 
 
 def _check_block(patch, f, begin, end, block):
-    """A file that carries a marker must carry the whole block between both markers (issue 17: a half-patched file
-    whose begin marker survived but whose block is gone was reported as applied)."""
+    """A file that carries a marker must carry the whole block between both markers (a half-patched file whose begin
+    marker survived but whose block is gone must not count as applied)."""
     has_begin, has_end = begin in f.text, end in f.text
     if not (has_begin or has_end):
         return False

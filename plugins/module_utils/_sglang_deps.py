@@ -232,7 +232,7 @@ _DEV_DATE_RE = re.compile(r"\.dev(\d{8})(?:\b|\+|$)")
 
 NIGHTLY_REMEDY = ("the nightly index keeps only about 60 days of builds (replicate/monobase#17): install from a "
                   "wheelhouse (torch_nightly_wheelhouse, or torch_nightly_wheelhouse_mirror to archive the pinned "
-                  "wheels on the controller the first time), or re-pin torch_nightly_version to a listed build and "
+                  "wheels on the controller the first time), or re-pin sglang_stack_torch_version to a listed build and "
                   "re-qualify it (FP4 probe, smoke test)")
 
 

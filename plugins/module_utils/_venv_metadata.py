@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""The one reader of a venv's installed distributions, and the one name normalisation (issue 18).
+"""The one reader of a venv's installed distributions, and the one name normalisation.
 
 Everything in the collection that needs to know what a venv holds (the stamps of ``venv_stamp``, the
-``venv_facts`` module, the SGLang dependency filters, the release manifest) reads it here and normalises names
+``venv_facts`` module, the release manifest) reads it here and normalises names
 with :func:`canonicalize_name`: PEP 503 (``packaging.utils.canonicalize_name`` where packaging is importable,
 otherwise the exact same rule, ``re.sub(r"[-_.]+", "-", name).lower()``).
 

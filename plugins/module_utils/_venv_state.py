@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Read a venv's installed distributions in one call, and keep stamps keyed on a step's inputs (issue 19).
+"""Read a venv's installed distributions in one call, and keep stamps keyed on a step's inputs.
 
 A converged host should skip the expensive no-op work of a re-run (pip resolving pins that are already
 installed, imports of torch/flashinfer/sgl_kernel, SGLang's parser introspection, the nvcc compile proof).

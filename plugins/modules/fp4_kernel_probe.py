@@ -35,7 +35,7 @@ author:
 options:
   python:
     description:
-      - Python interpreter of the venv to probe, for example C({{ torch_nightly_venv }}/bin/python). It must have
+      - Python interpreter of the venv to probe, for example C({{ sglang_stack_venv }}/bin/python). It must have
         torch; FlashInfer and sgl_kernel are probed when importable.
     type: path
     required: true
@@ -140,7 +140,7 @@ seealso:
 EXAMPLES = r"""
 - name: Probe FP4 kernels in the release venv
   blackwell.sglang.fp4_kernel_probe:
-    python: "{{ torch_nightly_venv }}/bin/python"
+    python: "{{ sglang_stack_venv }}/bin/python"
     environment:
       CUDA_HOME: /usr/local/cuda-13.0
   register: probe

@@ -187,7 +187,7 @@ def main():
         module.fail_json(msg="probe_timeout must be > 0 seconds, got %s" % module.params["probe_timeout"])
 
     def run(argv):
-        # bounded: a wedged GPU is exactly when nvidia-smi blocks (issue 17)
+        # bounded: a wedged GPU is exactly when nvidia-smi blocks
         return _bounded.run(argv, module.params["probe_timeout"], env_update={"LC_ALL": "C"})
 
     journalctl = module.get_bin_path("journalctl") if module.params["kernel_log"] else None

@@ -64,6 +64,14 @@ options:
         NVIDIA's memory error guide).
     type: int
     default: 60
+  policy_models:
+    description:
+      - >-
+        GPU policy per GPU model, C({model, power_limit_w, application_clocks: {memory_mhz, graphics_mhz}}); the
+        first entry whose C(model) (a regular expression) is found in the GPU's name applies.
+      - When given (an empty list is persistence mode only), RV(policy_plan) says what the policy changes on each GPU.
+    type: list
+    elements: dict
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 notes:
@@ -86,6 +94,14 @@ EXAMPLES = r"""
   ansible.builtin.assert:
     that: health.status != 'unhealthy'
     fail_msg: "{{ health.summary }} -- {{ health.remedy }}"
+
+- name: What the GPU policy would change (persistence mode, a 450 W limit on RTX PRO 6000 boards)
+  blackwell.sglang.gpu_health:
+    kernel_log_source: none
+    policy_models:
+      - model: RTX PRO 6000
+        power_limit_w: 450
+  register: gpus
 
 - name: Judge a recorded kernel log
   blackwell.sglang.gpu_health:
@@ -157,14 +173,25 @@ kernel_log:
   description: How the kernel log was read (C(source), C(argv), C(rc), C(timed_out), C(error), C(since)).
   returned: always
   type: dict
+policy_plan:
+  description:
+    - With O(policy_models), one entry per GPU C(index), C(name), C(model) (the matching entry or null),
+      C(persistence) (bool, on now), C(power_limit_w) (wanted, or null), C(power_limit_now), C(set_power) (bool),
+      C(clocks) (wanted C("<memory>,<graphics>") MHz, or null), C(clocks_now), C(set_clocks) (bool). Power limits
+      within 0.5 W are equal (nvidia-smi prints two decimals).
+  returned: when O(policy_models) is given
+  type: list
+  elements: dict
 nvidia_smi:
   description: How nvidia-smi answered (C(ok), C(result), C(failure), C(unsupported_fields)); null without one.
   returned: always
   type: dict
 """
 
+import re
+
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.blackwell.sglang.plugins.module_utils._gpu_health import collect, parse_since
+from ansible_collections.blackwell.sglang.plugins.module_utils._gpu_health import collect, parse_since, policy_plan
 
 
 def main():
@@ -177,6 +204,7 @@ def main():
             nvidia_smi=dict(type="path"),
             timeout=dict(type="int", default=20),
             retired_pages_max=dict(type="int", default=60),
+            policy_models=dict(type="list", elements="dict"),
         ),
         required_if=[("kernel_log_source", "file", ["kernel_log_path"])],
         supports_check_mode=True,
@@ -207,6 +235,11 @@ def main():
         )
     except (OSError, ValueError) as exc:       # not `since` (checked above): say what failed, never blame it
         module.fail_json(msg="gpu_health could not assess the host: %s: %s" % (type(exc).__name__, exc))
+    if params["policy_models"] is not None:
+        try:
+            verdict["policy_plan"] = policy_plan(verdict["gpus"], params["policy_models"])
+        except (KeyError, TypeError, ValueError, re.error) as exc:
+            module.fail_json(msg="policy_models: %s" % exc)
     module.exit_json(changed=False, **verdict)
 
 

@@ -32,6 +32,28 @@ options:
     description: Shared-memory mount to measure.
     type: path
     default: /dev/shm
+  build_sizing:
+    description:
+      - Size a CUDA kernel build for these cores and this C(MemAvailable), returned in C(build_sizing), by the rule the
+        preflight's RAM check uses - C(jobs = max(1, min(cpus, floor((MemAvailable - headroom_gib) / gib_per_job))))
+        (field report B05).
+    type: dict
+    suboptions:
+      gib_per_job:
+        description: Peak GiB one compiler process may take.
+        type: float
+        default: 8
+      headroom_gib:
+        description: GiB left for everything else.
+        type: float
+        default: 16
+      gencodes:
+        description: Gencode targets per translation unit (the cap of nvcc's C(--threads)).
+        type: int
+        default: 1
+      max_jobs:
+        description: The operator's cap on jobs (null or 0 for none).
+        type: int
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 seealso:
@@ -47,6 +69,12 @@ EXAMPLES = r"""
     stat_paths:
       model: /models/Qwen3-NVFP4
   register: host
+
+- name: Size a kernel build (8 GiB per nvcc process, 16 GiB left for the rest)
+  blackwell.sglang.host_facts:
+    build_sizing:
+      gencodes: 2
+  register: build_host
 """
 
 RETURN = r"""
@@ -82,9 +110,17 @@ paths:
   description: Per label C(path), C(exists), C(is_dir).
   returned: always
   type: dict
+build_sizing:
+  description:
+    - With I(build_sizing), C(jobs) (parallel compiler jobs), C(compile_threads) (nvcc C(--threads) per job),
+      C(peak_gib) (the worst case, jobs x threads x gib_per_job) and C(budget_jobs) (the jobs memory alone allows);
+      null when C(MemAvailable) cannot be read.
+  returned: when I(build_sizing) is given
+  type: dict
 """
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import build_parallelism
 from ansible_collections.blackwell.sglang.plugins.module_utils._host import collect
 
 
@@ -94,6 +130,12 @@ def main():
             disk_paths=dict(type="dict", default={}),
             stat_paths=dict(type="dict", default={}),
             shm_path=dict(type="path", default="/dev/shm"),
+            build_sizing=dict(type="dict", options=dict(
+                gib_per_job=dict(type="float", default=8.0),
+                headroom_gib=dict(type="float", default=16.0),
+                gencodes=dict(type="int", default=1),
+                max_jobs=dict(type="int"),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -103,6 +145,15 @@ def main():
                 module.fail_json(msg="%s.%s must be an absolute path (a string), got %r" % (param, key, value))
     facts = collect(paths=module.params["disk_paths"], stat_paths=module.params["stat_paths"],
                     shm_path=module.params["shm_path"])
+    sizing = module.params["build_sizing"]
+    if sizing is not None:
+        mem = facts["memory"]["mem_available_bytes"]
+        try:
+            facts["build_sizing"] = None if mem is None else build_parallelism(
+                facts["cpus"] or 1, mem, gib_per_job=sizing["gib_per_job"], headroom_gib=sizing["headroom_gib"],
+                gencodes=max(1, sizing["gencodes"]), max_jobs=sizing["max_jobs"] or None)
+        except ValueError as exc:
+            module.fail_json(msg="build_sizing: %s" % exc)
     module.exit_json(changed=False, **facts)
 
 

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Module blackwell.sglang.managed_files: thin wrapper around module_utils._managed_files (issue 19)."""
+"""Module blackwell.sglang.managed_files: thin wrapper around module_utils._managed_files."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ short_description: Check and put right a role's directories, files and removals 
 version_added: 0.1.0
 description:
   - Does in one module run what a list of M(ansible.builtin.file), M(ansible.builtin.copy) and
-    M(ansible.builtin.template) tasks does in one or two runs each; on a converged host that is the difference
-    between about 0.3 s and a few seconds per role (docs/benchmarks/noop-analysis-20261201.md).
+    M(ansible.builtin.template) tasks does in one or two runs each; on a converged host that is one round trip per
+    role instead of one or two per file.
   - Every entry is read and validated first (absolute path, octal mode, owner and group that exist, nothing of another
     type in the way); a bad entry fails naming it before anything on the host changes.
   - Directories are created (with missing parents) or get their mode, owner and group; files are compared byte for

@@ -2,7 +2,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Module blackwell.sglang.venv_stamp: thin wrapper around module_utils._venv_state (issue 19)."""
+"""Module blackwell.sglang.venv_stamp: thin wrapper around module_utils._venv_state."""
 
 from __future__ import annotations
 

@@ -24,7 +24,8 @@ A host variable is *checked* (:func:`unknown`) when it carries a role's prefix (
 stack contract's ``sglang_stack_``) or a misspelling of one (the start of the name within a similarity ratio of 0.8
 of a prefix: ``sglang_servcie_`` for ``sglang_service_``), and is *unknown* when it is checked and not a known name.
 Private names (``__<role>_x`` and the older ``<role>__x``) are never checked. :data:`RENAMED` lists names the
-collection no longer reads, with their successor.
+collection no longer reads, with their successor; :func:`renamed_names` adds the stack contract's
+``sglang_stack_retired_names`` (role names retired for their contract name, which the preflight refuses).
 
 Errors: an unreadable or unparsable file of the collection raises OSError / yaml.YAMLError (the collection itself
 is broken; the caller reports it).
@@ -148,6 +149,16 @@ def known_names(root):
     return out
 
 
+def renamed_names(root):
+    """:data:`RENAMED` and the contract's ``sglang_stack_retired_names`` (``{old name: the name to set}``)."""
+    out = dict(RENAMED)
+    data = _load(os.path.join(root, "roles", "sglang_stack", "defaults", "main.yml"))
+    retired = data.get("sglang_stack_retired_names") if isinstance(data, dict) else None
+    if isinstance(retired, dict):
+        out.update((str(k), str(v)) for k, v in retired.items())
+    return out
+
+
 def role_prefixes(root):
     """``["<role>_", ...]`` for every role directory of the collection at ``root``, longest first."""
     roles = [name for name in os.listdir(os.path.join(root, "roles")) if os.path.isdir(os.path.join(root, "roles", name))]
@@ -177,19 +188,21 @@ def nearest(name, inputs):
     return close[0] if close else None
 
 
-def unknown(names, known, prefixes, inputs=None):
+def unknown(names, known, prefixes, inputs=None, renamed=None):
     """``[{name, nearest, message}]`` for every name of ``names`` that carries (or misspells) a role prefix and is
     not in ``known``, sorted by name. ``nearest`` is the closest of ``inputs`` (the names a user sets, default: the
-    public names of ``known``; never a private one) or None."""
+    public names of ``known``; never a private one) or None; a name of ``renamed`` (default :data:`RENAMED`) is
+    named with its successor."""
     known = set(known)
+    renamed = RENAMED if renamed is None else renamed
     candidates = set(inputs) if inputs is not None else {n for n in known if not n.startswith("_") and "__" not in n}
     out = []
     for name in sorted(set(str(n) for n in names)):
         if name in known or name.startswith("_") or any(p.match(name) for p in PATTERNS):
             continue
-        if name in RENAMED:
-            out.append({"name": name, "nearest": RENAMED[name],
-                        "message": "%s is no longer read by the collection: it is %s now" % (name, RENAMED[name])})
+        if name in renamed:
+            out.append({"name": name, "nearest": renamed[name],
+                        "message": "%s is no longer read by the collection: it is %s now" % (name, renamed[name])})
             continue
         prefix = _prefix_of(name, prefixes)
         if prefix is None or name[len(prefix):].startswith("_") and name.startswith(prefix):

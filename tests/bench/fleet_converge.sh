@@ -2,9 +2,9 @@
 # Fleet convergence benchmark (a measurement, not a test): converge 1 sandbox host, then 4, with
 # playbooks/rollout.yml, then rerun on the 4 (idempotent), then a 5th host that joins later (--limit, wheel from the
 # controller artifact cache). Writes a Markdown table to docs/benchmarks/fleet-<date>.md.
-# Goals (issue 7): 4 hosts in <= 1.5x the time of 1 with exactly one kernel build; rerun <= 10% of the first converge.
+# Goals: 4 hosts in <= 1.5x the time of 1 with exactly one kernel build; rerun <= 10% of the first converge.
 #
-#   bash tests/bench/fleet_converge.sh            # needs `make deps image mirror` first; about 20-40 min on 2 cores
+#   bash tests/bench/fleet_converge.sh            # needs `make deps image mirror` first; tens of minutes
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -13,7 +13,7 @@ WORK=$(mktemp -d /tmp/fleet-bench.XXXXXX)
 export BLACKWELL_ARTIFACT_CACHE=$WORK/artifacts
 export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
 # the shipped settings (forks, pipelining, fact cache, profile_tasks): the playbooks run from $WORK, where no
-# ansible.cfg would be found (the 2026-11-30 run lacked this line, see docs/benchmarks/fleet-20261130.md)
+# ansible.cfg would be found, and a run without these settings measures something else
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts   # fresh containers each run: no facts from an earlier run
 OUT=${OUT_MD:-$ROOT/docs/benchmarks/fleet-$(date -u +%Y%m%d).md}

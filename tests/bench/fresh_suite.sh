@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Fresh-machine suite benchmark (a measurement, not a test; issue 19): what CI's `bash .ci/run` costs on a machine
+# Fresh-machine suite benchmark (a measurement, not a test): what CI's `bash .ci/run` costs on a machine
 # that has never run it. One run: a fresh clone of REV (default HEAD) in a new directory, `../shared` beside it as
 # CI has it, a sandbox image tag that does not exist yet (so `make image` builds it from debootstrap), an empty pip
 # cache for the host venv (.venv) and an empty .cache in the clone (the sandbox's pip cache, the SGLang mirror, the
 # sanity venv). Then `CI=true bash .ci/run` under a 90-minute bound (CI's), and the step and scenario timings into
-# docs/benchmarks/suite-fresh-<date>.md. Goal (issue 19): at most 45 minutes.
+# docs/benchmarks/suite-fresh-<date>.md. Goal: at most 45 minutes.
 #
-#   bash tests/bench/fresh_suite.sh            # HEAD; about 40-50 min on 2 cores; needs podman, nothing else running
+#   bash tests/bench/fresh_suite.sh            # HEAD; most of an hour; needs podman, nothing else running
 #   bash tests/bench/fresh_suite.sh <rev>
 #
 # What it cannot make fresh: the Debian and PyPI mirrors this machine reaches (their own caches), the kernel's page

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# No-op ratio benchmark (a measurement, not a test; issue 19): converge <n> fresh sandbox hosts with site.yml
+# No-op ratio benchmark (a measurement, not a test): converge <n> fresh sandbox hosts with site.yml
 # (PLAYBOOK=playbooks/rollout.yml for the fleet path), converge them again unchanged, and report the rerun's share of the first converge together
 # with the rerun's slowest tasks (profile_tasks) and how many stamps (blackwell.sglang.venv_stamp) matched.
-# Writes docs/benchmarks/noop-<n>host-<date>-<connection>.md. Goal (issue 19): rerun <= 10% of the first converge,
+# Writes docs/benchmarks/noop-<n>host-<date>-<connection>.md. Goal: rerun <= 10% of the first converge,
 # changed=0. The machine load (uptime) is recorded before and after each run: on the shared 2-core lab machine other
 # work changes the result.
 #
-#   bash tests/bench/noop_ratio.sh       # 1 host; needs `make deps image mirror` first; about 15-20 min on 2 cores
+#   bash tests/bench/noop_ratio.sh       # 1 host; needs `make deps image mirror` first; tens of minutes
 #   bash tests/bench/noop_ratio.sh 4     # 4 hosts (the fleet variant; tests/bench/fleet_converge.sh has 1-vs-4)
 #
 # BENCH_CONNECTION=ssh (default: as inventories/sandbox, SSH through tests/sandbox/ssh-proxy.sh, pipelining) or

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What one task costs on this machine (a measurement, not a test; issue 19): the fixed prices a no-op converge pays
+# What one task costs on this machine (a measurement, not a test): the fixed prices a no-op converge pays
 # for its drift checks. One fresh sandbox host (SSH with pipelining, as inventories/sandbox), one playbook of
 #   - 20 module runs of the same builtin module (ansible.builtin.stat),
 #   - 20 controller-only tasks (assert) and 20 skipped tasks,
@@ -8,7 +8,7 @@
 # and the module's own time in the container (AnsiballZ_stat.py run there 20 times, kept with
 # ANSIBLE_KEEP_REMOTE_FILES). With TASK_KINDS_TSV=<file> from a no-op rerun (tests/bench/noop_ratio.sh keeps one), it
 # also prices that rerun: module runs x module cost + distinct modules x build cost + controller and skipped tasks.
-# Writes docs/benchmarks/task-cost-<date>.md (OUT_MD to override). About 2 minutes; needs `make deps image`.
+# Writes docs/benchmarks/task-cost-<date>.md (OUT_MD to override). A few minutes; needs `make deps image`.
 # The container is bw-cost-1: never run two at once (on the lab machine: molecule-locked bash -c '...' _ -s cost-bench).
 set -euo pipefail
 cd "$(dirname "$0")/../.."

@@ -1,4 +1,4 @@
-"""What the no-op converge's cached import checks rely on, on a real GPU machine (issue 19).
+"""What the no-op converge's cached import checks rely on, on a real GPU machine.
 
 Run on the H200 device (no Ansible; its Python 3.12 with torch 2.11+cu130):
 

@@ -118,8 +118,8 @@ chroot "$rootfs" update-ca-certificates --fresh >/dev/null 2>&1 \
 echo "  $(grep -c BEGIN "$rootfs/etc/ssl/certs/ca-certificates.crt") certificates in the sandbox CA bundle"
 # pip inside the sandbox: the CA bundle (the host's pip constraints/indexes are host-specific), and no byte-compiling
 # at install time. Sandbox-only speed-up (docs/testing.md): compiling every .py of torch and SGLang's dependencies
-# to .pyc took most of each install (torch 2.13.0+cpu wheel: 15.2 s with, 4.3 s without, measured on this 2-core
-# machine); Python compiles what it imports on first import instead. Real hosts keep pip's default (compile).
+# to .pyc takes most of each install (docs/benchmarks.md); Python compiles what it imports on first import instead.
+# Real hosts keep pip's default (compile).
 cat > "$rootfs/etc/pip.conf" <<'PIP'
 [global]
 cert = /etc/ssl/certs/ca-certificates.crt

@@ -27,10 +27,11 @@ import urllib.request
 import pytest
 import yaml
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+PLAYBOOK = ansible_run.PLAYBOOK
 CHAIN_ROLES = ("sglang_converge", "sglang_rollout", "sglang_audit")
 ROLE_CALLS = ("ansible.builtin.include_role", "ansible.builtin.import_role")
 TASK_FILES = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks")
@@ -66,13 +67,6 @@ def stage_facts(role, entry, switched):
 def without_call(task):
     """The task without its role call (the base of a stand-in: name, tags, when, vars, ... stay)."""
     return {k: v for k, v in task.items() if k not in ROLE_CALLS}
-
-
-def ansible_env(**extra):
-    """The environment the tests run ansible-playbook with (this checkout's collection, no colour, facts in memory)."""
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-                ANSIBLE_FACT_CACHING="memory", LC_ALL="C.UTF-8", **extra)
 
 
 # ------------------------------------------------------------------------------------------- stand-in playbooks

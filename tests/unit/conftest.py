@@ -14,7 +14,7 @@ if COLLECTIONS not in sys.path:
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
-# The bad-input suite (tests/unit/bad_input, issue 17) ends with a plain closing line ``N passed, N failed``.
+# The bad-input suite (tests/unit/bad_input) ends with a plain closing line ``N passed, N failed``.
 _COUNTS = {"passed": 0, "failed": 0}
 _SEEN = set()
 

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def venv(host_vars):
-    return host_vars.get("flashinfer_venv") or host_vars.get("torch_nightly_venv") or "/opt/sglang/venv"
+    return host_vars.get("sglang_stack_venv") or "/opt/sglang/venv"
 
 
 def dist_versions(host, venv, *names):

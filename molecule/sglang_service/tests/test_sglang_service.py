@@ -59,7 +59,7 @@ def test_unit_shape(host):
 def test_environment(host):
     env = host.file("/etc/blackwell-sglang/sglang.env").content_string
     assert re.search(r"^NO_PROXY=.*0\.0\.0\.0", env, re.M)
-    # values are double-quoted since issue 17 (systemd EnvironmentFile= strips the quotes)
+    # values are double-quoted (systemd EnvironmentFile= strips the quotes), so a space or a # stays in the value
     for key in ("HF_HOME=/var/lib/sglang/", "FLASHINFER_WORKSPACE_BASE=/var/cache/sglang",
                 "TVM_FFI_CACHE_DIR=/var/cache/sglang/", "TRITON_CACHE_DIR=/var/cache/sglang/",
                 "XDG_CACHE_HOME=/var/cache/sglang", "SGLANG_MOLECULE_SIDE_EFFECT=1"):

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def venv(host_vars):
-    return host_vars.get("torch_nightly_venv") or "/opt/sglang/venv"
+    return host_vars.get("sglang_stack_venv") or "/opt/sglang/venv"
 
 
 def test_torch_is_the_pinned_wheelhouse_build(host, venv):

@@ -5,7 +5,7 @@ Prints one JSON object: {"modules": {name: origin-or-null}, "sglang": version-or
 
 Nothing of SGLang is imported: ``importlib.util.find_spec("sglang")`` locates the package without running it, and
 the two candidate modules are looked up as files in its search locations (``find_spec`` of a submodule would
-import ``sglang/__init__.py`` and, through it, torch: ~10 s). Only when that finds nothing (an unusual install,
+import ``sglang/__init__.py`` and, through it, torch: seconds). Only when that finds nothing (an unusual install,
 e.g. zipped) does it fall back to ``find_spec`` of the submodule itself.
 """
 import importlib.util

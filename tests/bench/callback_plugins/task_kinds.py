@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Benchmark-only callback (tests/bench, issue 19): one TSV line per task result, for where a run's time goes.
+"""Benchmark-only callback (tests/bench): one TSV line per task result, for where a run's time goes.
 
 Not part of the collection: the benchmarks enable it with ANSIBLE_CALLBACK_PLUGINS=tests/bench/callback_plugins and
 ANSIBLE_CALLBACKS_ENABLED=...,task_kinds, and TASK_KINDS_TSV=<file>. Columns: host, status (ok, changed, skipped,

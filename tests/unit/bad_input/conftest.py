@@ -1,4 +1,4 @@
-"""Bad-input suite (issue 17): import paths. Its closing line ``N passed, N failed`` is printed by tests/unit/conftest.py
+"""Bad-input suite: import paths. Its closing line ``N passed, N failed`` is printed by tests/unit/conftest.py
 (loaded on the pytest-xdist controller too, where the reports of every worker arrive)."""
 
 import os

@@ -1,5 +1,5 @@
 """Modules and module_utils for real, on temporary trees and 127.0.0.1 servers the tests start and stop: malformed
-input is a failure naming the file/parameter and the key, never a traceback; probes are bounded (issue 17)."""
+input is a failure naming the file/parameter and the key, never a traceback; probes are bounded."""
 
 import http.server
 import json

@@ -1,5 +1,5 @@
 """Every other role in --check against localhost, host-changing modules blocked: bad values are refused by a
-named check before the first task that could change the host (issue 17)."""
+named check before the first task that could change the host."""
 
 import pytest
 
@@ -7,29 +7,29 @@ from harness import run_role
 
 CASES = [
     # (id, role, tasks_from, vars, needles)
-    ("src-ref-shell", "sglang_source", None, {"sglang_source_version": "main; rm -rf /"},
-     ["sglang_source_version", "'main; rm -rf /'", "whitespace"]),
-    ("src-ref-option", "sglang_source", None, {"sglang_source_version": "--upload-pack=touch /tmp/x"},
-     ["sglang_source_version", "starts with '-'"]),
-    ("src-ref-dotdot", "sglang_source", None, {"sglang_source_version": "../.."}, ["sglang_source_version", "'..'"]),
+    ("src-ref-shell", "sglang_source", None, {"sglang_stack_sglang_ref": "main; rm -rf /"},
+     ["sglang_stack_sglang_ref", "'main; rm -rf /'", "whitespace"]),
+    ("src-ref-option", "sglang_source", None, {"sglang_stack_sglang_ref": "--upload-pack=touch /tmp/x"},
+     ["sglang_stack_sglang_ref", "starts with '-'"]),
+    ("src-ref-dotdot", "sglang_source", None, {"sglang_stack_sglang_ref": "../.."}, ["sglang_stack_sglang_ref", "'..'"]),
     ("src-refspec-option", "sglang_source", None, {"sglang_source_refspec": "--upload-pack=x"}, ["sglang_source_refspec", "leading '-'"]),
-    ("src-repo-option", "sglang_source", None, {"sglang_source_repo": "--upload-pack=touch /tmp/x"},
-     ["sglang_source_repo must be a URL"]),
-    ("src-repo-creds-masked", "sglang_source", None, {"sglang_source_repo": "https://bob:s3cret-token@git.example/x y"},
-     ["sglang_source_repo must be a URL", "https://bob:********@git.example"]),
-    ("src-dest-relative", "sglang_source", None, {"sglang_source_dest": "src/sglang"}, ["sglang_source_dest", "absolute path"]),
-    ("src-venv-empty", "sglang_source", None, {"sglang_source_venv": ""}, ["sglang_source_venv", "absolute path, got ''"]),
+    ("src-repo-option", "sglang_source", None, {"sglang_stack_sglang_repo": "--upload-pack=touch /tmp/x"},
+     ["sglang_stack_sglang_repo must be a URL"]),
+    ("src-repo-creds-masked", "sglang_source", None, {"sglang_stack_sglang_repo": "https://bob:s3cret-token@git.example/x y"},
+     ["sglang_stack_sglang_repo must be a URL", "https://bob:********@git.example"]),
+    ("src-dest-relative", "sglang_source", None, {"sglang_stack_source_dir": "src/sglang"}, ["sglang_stack_source_dir", "absolute path"]),
+    ("src-venv-empty", "sglang_source", None, {"sglang_stack_venv": ""}, ["sglang_stack_venv", "absolute path, got ''"]),
     ("src-extra-req-marker", "sglang_source", None, {"sglang_source_extra_requirements": ["numpy; os_name=='posix'"]},
      ["sglang_source_extra_requirements", "no ';' markers"]),
-    ("fi-latest", "flashinfer", None, {"flashinfer_version": "latest"}, ["flashinfer_version", "'latest'"]),
-    ("fi-venv-empty", "flashinfer", None, {"flashinfer_venv": ""}, ["flashinfer_venv", "absolute path"]),
+    ("fi-latest", "flashinfer", None, {"sglang_stack_flashinfer_version": "latest"}, ["sglang_stack_flashinfer_version", "'latest'"]),
+    ("fi-venv-empty", "flashinfer", None, {"sglang_stack_venv": ""}, ["sglang_stack_venv", "absolute path"]),
     ("fi-protected-shell", "flashinfer", None, {"flashinfer_protected_packages": ["torch; touch /tmp/pwned"]},
      ["flashinfer_protected_packages", "'torch; touch /tmp/pwned'"]),
     ("fi-timeout-zero", "flashinfer", None, {"flashinfer_pip_async_timeout": 0}, ["flashinfer_pip_async_timeout", ">= 1, got 0"]),
-    ("torch-undated-nightly", "torch_nightly", None, {"torch_nightly_version": "2.12.0.dev+cu130"},
-     ["torch_nightly_version", "dated nightly", "2.12.0.dev+cu130"]),
-    ("torch-latest", "torch_nightly", None, {"torch_nightly_version": "latest"}, ["torch_nightly_version", "\"latest\""]),
-    ("torch-venv-empty", "torch_nightly", None, {"torch_nightly_venv": ""}, ["torch_nightly_venv", "absolute path"]),
+    ("torch-undated-nightly", "torch_nightly", None, {"sglang_stack_torch_version": "2.12.0.dev+cu130"},
+     ["sglang_stack_torch_version", "dated nightly", "2.12.0.dev+cu130"]),
+    ("torch-latest", "torch_nightly", None, {"sglang_stack_torch_version": "latest"}, ["sglang_stack_torch_version", "\"latest\""]),
+    ("torch-venv-empty", "torch_nightly", None, {"sglang_stack_venv": ""}, ["sglang_stack_venv", "absolute path"]),
     ("torch-extra-marker", "torch_nightly", None, {"torch_nightly_extra_packages": ["torchvision==0.27.0.dev20260307; python_version>'3'"]},
      ["torch_nightly_extra_packages", "no ';' markers"]),
     ("cuda-pip-venv-empty", "cuda_toolchain", None, {"cuda_toolchain_method": "pip", "cuda_toolchain_pip_venv": ""},

@@ -1,5 +1,5 @@
 """ansible.builtin.script probes run even in --check; their interpreter and arguments are quoted, so a venv path
-with a space works and one with shell metacharacters runs nothing else (issue 17)."""
+with a space works and one with shell metacharacters runs nothing else."""
 
 import os
 import sys
@@ -19,7 +19,7 @@ def _venv(tmp_path, name):
 @pytest.mark.parametrize("name", ["venv with space", "v;touch pwned;x", "v&&touch pwned"])
 def test_flashinfer_probe_runs_with_the_path_as_one_word(tmp_path, name):
     venv = _venv(tmp_path, name)
-    run = run_role(tmp_path, "flashinfer", {"flashinfer_venv": venv, "flashinfer_protected_packages": ["torch"],
+    run = run_role(tmp_path, "flashinfer", {"sglang_stack_venv": venv, "flashinfer_protected_packages": ["torch"],
                                             "flashinfer_constraints_file": str(tmp_path / "constraints.txt")})
     assert not (tmp_path / "pwned").exists() and not os.path.exists(os.path.join(venv, "..", "pwned"))
     # the probe ran with the venv's python as one word (check_mode: false) and read the venv's distributions: this

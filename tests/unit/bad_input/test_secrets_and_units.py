@@ -1,5 +1,5 @@
 """The API key never reaches argv, the environment or a world-readable file; values reach units, environment files
-and the health-gate code only quoted; argparse abbreviations cannot bypass the guards (issue 17)."""
+and the health-gate code only quoted; argparse abbreviations cannot bypass the guards."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 """sglang_service in --check against localhost, host-changing modules blocked: every bad value is refused by a
-named check before the first task that could change the host (issue 17)."""
+named check before the first task that could change the host."""
 
 import pytest
 

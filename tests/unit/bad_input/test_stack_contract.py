@@ -1,8 +1,11 @@
 """The stack contract (roles/sglang_stack): a role variable that aliases a contract value and is set to something else
 (an inventory that still sets the role's old name) is refused by the preflight, before anything changes on the host,
-with a message naming both variables and both values."""
+with a message naming both variables and both values; a retired name (one that no role reads any more) is refused
+whatever its value, with a message naming the contract variable to set instead."""
 
 import os
+import pathlib
+import re
 
 import pytest
 import yaml
@@ -19,10 +22,17 @@ def _contract():
 
 CASES = [
     # (id, overrides, needles)
-    ("torch-pin-diverges", {"torch_nightly_version": "2.13.0+cu130"},
-     ["torch_nightly_version is '2.13.0+cu130'", "sglang_stack_torch_version is '2.12.0.dev20260307+cu130'"]),
-    ("flashinfer-pin-diverges-from-a-set-contract", {"flashinfer_version": "0.6.5", "sglang_stack_flashinfer_version": "0.6.17"},
-     ["flashinfer_version is '0.6.5'", "sglang_stack_flashinfer_version is '0.6.17'"]),
+    ("torch-pin-diverges", {"sglang_release_torch_version": "2.13.0+cu130"},
+     ["sglang_release_torch_version is '2.13.0+cu130'", "sglang_stack_torch_version is '2.12.0.dev20260307+cu130'"]),
+    # retired: refused even with the contract's own value, since no role would read it
+    ("retired-torch-pin", {"torch_nightly_version": "2.12.0.dev20260307+cu130"},
+     ["torch_nightly_version is no longer read", "Set sglang_stack_torch_version"]),
+    ("retired-venv", {"torch_nightly_venv": "/srv/venv"}, ["torch_nightly_venv is no longer read", "sglang_stack_venv"]),
+    ("flashinfer-pin-diverges-from-a-set-contract",
+     {"sglang_release_flashinfer_version": "0.6.5", "sglang_stack_flashinfer_version": "0.6.17"},
+     ["sglang_release_flashinfer_version is '0.6.5'", "sglang_stack_flashinfer_version is '0.6.17'"]),
+    ("retired-flashinfer-pin", {"flashinfer_version": "0.6.5"},
+     ["flashinfer_version is no longer read", "Set sglang_stack_flashinfer_version"]),
     ("kernel-patches-diverge", {"sgl_kernel_sm120_patches": ["cmake_policy_guards"]},
      ["sgl_kernel_sm120_patches is ['cmake_policy_guards']", "sglang_stack_kernel_patches"]),
     ("release-key-alias-diverges", {"sglang_release_cuda_version": "13.1"},
@@ -39,7 +49,7 @@ def test_preflight_refuses_an_alias_that_differs_from_the_contract(tmp_path, cas
 
 def test_preflight_accepts_an_alias_equal_to_the_contract(tmp_path):
     """The same value under both names (also "8" against 8) is no divergence: the run gets past the check."""
-    run = run_role(tmp_path, "preflight", {"torch_nightly_version": "2.14.0+cu130", "sglang_stack_torch_version": "2.14.0+cu130",
+    run = run_role(tmp_path, "preflight", {"sglang_release_torch_version": "2.14.0+cu130", "sglang_stack_torch_version": "2.14.0+cu130",
                                            "sglang_service_tp_size": "1"})
     assert "stack contract:" not in run.out, run
     assert "Read GPUs, driver, topology and PCIe P2P state" in run.out, run
@@ -61,6 +71,35 @@ def test_every_alias_defaults_to_its_contract_variable():
         with open(os.path.join(ROOT, "roles", role, "defaults", "main.yml")) as handle:
             defaults = yaml.safe_load(handle)
         assert defaults.get(alias) == "{{ %s }}" % name, (role, alias, defaults.get(alias))
+
+
+def test_every_retired_name_points_at_a_contract_variable_and_is_read_nowhere():
+    """A retired name is neither an alias any more nor defined or read by a role's defaults, vars, tasks or templates."""
+    contract = _contract()
+    retired = contract["sglang_stack_retired_names"]
+    assert retired, "the contract lists the names it retired"
+    assert not set(retired) & set(contract["sglang_stack_pin_aliases"])
+    for old, name in retired.items():
+        assert name in contract, "%s is retired for %s, which roles/sglang_stack does not define" % (old, name)
+    # a dict key of the same spelling (the release key's flashinfer_version field) is no variable
+    pattern = re.compile(r"\b(%s)\b(?!\s*:)" % "|".join(map(re.escape, retired)))
+    found = []
+    for path in sorted(pathlib.Path(ROOT, "roles").glob("*/*/**/*")):
+        part = path.relative_to(ROOT).parts
+        if path.is_file() and part[1] != "sglang_stack" and part[2] in ("defaults", "vars"):
+            found += ["%s: %s" % (path.relative_to(ROOT), key) for key in (yaml.safe_load(path.read_text()) or {}) if key in retired]
+        if path.is_file() and part[1] != "sglang_stack" and part[2] in ("defaults", "vars", "tasks", "templates", "handlers"):
+            found += ["%s:%d" % (path.relative_to(ROOT), n) for n, line in enumerate(path.read_text().splitlines(), 1)
+                      if pattern.search(line.split("#", 1)[0])]
+    assert not found, "retired names still read by a role:\n" + "\n".join(found)
+
+
+def test_alias_problems_refuse_a_retired_name_whatever_its_value():
+    out = _inputs.alias_problems({"old_venv": "/opt/sglang/venv"}, {}, {}, {"old_venv": "sglang_stack_venv"})
+    assert out == ["old_venv is no longer read: the roles read the stack contract's sglang_stack_venv. Set "
+                   "sglang_stack_venv (inventories/<name>/group_vars/all/sglang_stack.yml) and remove old_venv from "
+                   "the inventory"]
+    assert _inputs.alias_problems({}, {}, {}, {"old_venv": "sglang_stack_venv"}) == []
 
 
 def test_alias_problems_compare_text_of_scalars_and_whole_lists():

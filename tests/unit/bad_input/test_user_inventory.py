@@ -14,11 +14,19 @@ import sys
 import pytest
 import yaml
 
-from harness import ROOT, ansible_env, run_play, run_role
+import ansible_run
+from harness import ROOT, block_env, run_play, run_role
 
 from ansible_collections.blackwell.sglang.plugins.plugin_utils import _variable_names
 
-BIN = pathlib.Path(sys.executable).parent
+BIN = pathlib.Path(ansible_run.BIN)
+
+
+def ansible_env(tmp_path, extra=None):
+    """The shared harness's environment with the block_changes callback (tests/unit/ansible_run.py, harness.py)."""
+    return ansible_run.env(tmp_path, block_env(tmp_path, extra))
+
+
 CONTRACT = yaml.safe_load((pathlib.Path(ROOT) / "roles" / "sglang_stack" / "defaults" / "main.yml").read_text())
 
 
@@ -27,7 +35,7 @@ CONTRACT = yaml.safe_load((pathlib.Path(ROOT) / "roles" / "sglang_stack" / "defa
 @pytest.mark.parametrize("name, value, nearest", [
     ("sglang_servcie_tp_size", 8, "sglang_service_tp_size"),           # the issue's example: a misspelt role prefix
     ("sglang_stack_service_tp", 8, "sglang_stack_service_tp_size"),     # the contract's prefix, a name cut short
-    ("torch_nighlty_version", "2.13.0+cu130", "torch_nightly_version"),
+    ("torch_nighlty_python", "/usr/bin/python3", "torch_nightly_python"),
     ("preflight_min_disk", 100, "preflight_min_disk_gb"),
     ("sglang_service_api_key_env", "SGLANG_KEY", "sglang_service_api_key"),
     ("blackwell_stack", "current", "sglang_stack_preset"),              # the name the collection no longer reads

@@ -1,5 +1,5 @@
-"""Waiting loops are flat and bounded (issue 17): the sgl-kernel build wait and the benchmark poll used to include
-themselves once per round and crashed the controller with RecursionError a little above 240 rounds."""
+"""Waiting loops are flat and bounded: a task file that includes itself once per round (a wait for the sgl-kernel
+build or the benchmark) crashes the controller with RecursionError after a few hundred rounds."""
 
 import os
 import time

@@ -4,7 +4,7 @@
 Runs tests/fixtures/benchmark/e2e/run_e2e.sh, which asserts the outcomes itself (reports written with the plot,
 regression against the previous run fails the play, a failed level is reported and stops the host, the skipped
 host is listed, the API key appears nowhere). Needs BENCH_VENV: a venv where ``sglang.benchmark.serving`` imports
-(``pip install sglang --no-deps`` plus its client-side imports, torch included); about 10 minutes on 2 cores.
+(``pip install sglang --no-deps`` plus its client-side imports, torch included); it takes minutes.
 """
 
 import os

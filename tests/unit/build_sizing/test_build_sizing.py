@@ -2,6 +2,7 @@
 
 import pytest
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import build_parallelism
 
 KIB = 1024
@@ -37,3 +38,14 @@ def test_operator_cap():
 def test_bad_input(args):
     with pytest.raises(ValueError):
         build_parallelism(*args)
+
+
+def test_host_facts_sizes_the_build_from_what_it_read(tmp_path):
+    """The kernel build's sizing as sgl_kernel_sm120 asks for it: blackwell.sglang.host_facts with build_sizing."""
+    res = ansible_run.module("blackwell.sglang.host_facts", {"build_sizing": {"gencodes": 3, "max_jobs": 0}}, tmp_path)
+    assert not res.get("failed") and res["changed"] is False, res
+    assert res["build_sizing"] == build_parallelism(res["cpus"], res["memory"]["mem_available_bytes"], gencodes=3)
+    capped = ansible_run.module("blackwell.sglang.host_facts",
+                                {"build_sizing": {"gib_per_job": 0.5, "headroom_gib": 0, "max_jobs": 1}}, tmp_path)
+    assert capped["build_sizing"]["jobs"] == 1
+    assert "build_sizing" not in ansible_run.module("blackwell.sglang.host_facts", {}, tmp_path)

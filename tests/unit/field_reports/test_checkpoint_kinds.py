@@ -10,19 +10,13 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS, ROOT
+import ansible_run
+from conftest import ROOT
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint
-
-MODULES = os.path.join(ROOT, "plugins", "modules")
 
 
 def run_module(name, args, tmp_path):
-    path = tmp_path / ("args-%s.json" % name)
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
-    proc = subprocess.run([sys.executable, os.path.join(MODULES, name + ".py"), str(path)], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    return json.loads(proc.stdout)
+    return ansible_run.module_file(name, args, tmp_path)
 
 
 def checkpoint(root, config, hf_quant=None, tokenizer=None, name="model"):

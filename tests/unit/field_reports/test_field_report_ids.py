@@ -1,5 +1,5 @@
 """Every field-report id (B.., N.., C0.) used in a message or comment of the collection resolves to a row of
-docs/field-reports.md (issue 18), and every row names a test file that exists."""
+docs/field-reports.md, and every row names a test file that exists."""
 
 import os
 import re

@@ -1,32 +1,23 @@
 """Field reports part 2 through the service filters, the ``sglang_server_args`` module with recorded SGLang parsers
 (N05, N06), the ``pip_failure_class`` / ``torch_nightly_*`` filters (N14) and the torch_nightly role files."""
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 import yaml
 
 from ansible.errors import AnsibleFilterError
-from conftest import COLLECTIONS, FIXTURES, ROOT
+import ansible_run
+from conftest import FIXTURES, ROOT
 from ansible_collections.blackwell.sglang.plugins.filter.pip_failure_class import pip_failure_class
 from ansible_collections.blackwell.sglang.plugins.filter.sglang_service import sglang_service_args
 from ansible_collections.blackwell.sglang.plugins.filter.torch_nightly import (
     torch_nightly_failure_message, torch_nightly_wheel_patterns)
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 
-MODULES = os.path.join(ROOT, "plugins", "modules")
-
 
 def run_module(name, args, tmp_path):
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
-    proc = subprocess.run([sys.executable, os.path.join(MODULES, name + ".py"), str(path)], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
-    return json.loads(proc.stdout)
+    return ansible_run.module_file(name, args, tmp_path, timeout=60)
 
 
 def recorded_parser(tmp_path, version):

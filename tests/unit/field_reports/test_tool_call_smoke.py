@@ -6,18 +6,14 @@ records the request, serves at most a few requests and stops by itself after a t
 """
 
 import json
-import os
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from conftest import COLLECTIONS, ROOT
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _tool_call
 
-MODULE = os.path.join(ROOT, "plugins", "modules", "sglang_tool_call_smoke.py")
 
 BEFORE = {"choices": [{"message": {"role": "assistant", "content": None,
                                    "reasoning_content": "<tool_call>\n<function=get_current_weather>\n<parameter=location>"
@@ -82,12 +78,7 @@ class FakeServer(object):
 
 
 def run_module(args, tmp_path):
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS, no_proxy="*")
-    proc = subprocess.run([sys.executable, MODULE, str(path)], env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
-    return json.loads(proc.stdout)
+    return ansible_run.module_file("sglang_tool_call_smoke", args, tmp_path, env={"no_proxy": "*"}, timeout=60)
 
 
 @pytest.mark.parametrize("body,verdict", [(BEFORE, "tool_call_in_reasoning"), (AFTER, "pass"),

@@ -8,16 +8,11 @@ the index no longer lists (only newer nightlies) fails with the nightly_pin_purg
 
 import base64
 import hashlib
-import json
 import os
-import pathlib
-import subprocess
 import sys
 import zipfile
 
-import pytest
-
-from conftest import ROOT
+import ansible_run
 
 PIN = "2.12.0.dev20260307+cu130"
 
@@ -55,30 +50,19 @@ def index(root, wheels):
 
 
 def play(tmp_path, index_url, mirror, dest, pin=PIN):
-    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
-    if not exe.exists():
-        pytest.skip("ansible-playbook is not next to this Python")
-    playbook = [{"name": "mirror", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                 "vars": {"torch_nightly_version": pin, "torch_nightly_python": sys.executable,
-                          "torch_nightly_index_url": index_url, "torch_nightly_wheelhouse_mirror": str(mirror),
-                          "torch_nightly_wheelhouse_mirror_dest": str(dest), "torch_nightly_pip_retries": 0,
-                          "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1,
-                          # torch alone: the preset's companions (the default with the preset's torch) are not in
-                          # this test's index
-                          "torch_nightly_extra_packages": []},
-                 "tasks": [{"name": "validate", "ansible.builtin.include_role": {
-                     "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
-                     {"name": "mirror", "ansible.builtin.include_role": {
-                         "name": "blackwell.sglang.torch_nightly", "tasks_from": "mirror"}}]}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(playbook))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", PIP_CONFIG_FILE=os.devnull, PIP_NO_CACHE_DIR="1",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-tmp"))
-    argv = [str(exe), "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable, str(path)]
-    return subprocess.run(argv, env=env, capture_output=True, text=True,
-                          timeout=300, check=False)
+    play_vars = {"sglang_stack_torch_version": pin, "torch_nightly_python": sys.executable,
+                 "torch_nightly_index_url": index_url, "torch_nightly_wheelhouse_mirror": str(mirror),
+                 "torch_nightly_wheelhouse_mirror_dest": str(dest), "torch_nightly_pip_retries": 0,
+                 "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1,
+                 # torch alone: the preset's companions (the default with the preset's torch) are not in this
+                 # test's index
+                 "torch_nightly_extra_packages": []}
+    tasks = [{"name": "validate", "ansible.builtin.include_role": {
+        "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
+        {"name": "mirror", "ansible.builtin.include_role": {
+            "name": "blackwell.sglang.torch_nightly", "tasks_from": "mirror"}}]
+    return ansible_run.play(tmp_path, tasks, name="mirror", vars=play_vars, env={
+        "PIP_CONFIG_FILE": os.devnull, "PIP_NO_CACHE_DIR": "1", "ANSIBLE_REMOTE_TEMP": str(tmp_path / "ansible-tmp")})
 
 
 def test_mirror_first_run_then_no_index(tmp_path):

@@ -1,7 +1,11 @@
 """Fleet and host drift over manifests shaped like the ones sglang_release writes."""
 
+import base64
 import copy
+import hashlib
+import json
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _fleet as fleet_utils
 from ansible_collections.blackwell.sglang.plugins.module_utils._fleet import drift_report, fleet_drift, host_drift
 
@@ -83,14 +87,39 @@ ExecStart=/opt/sglang/current/venv/bin/python -m sglang.launch_server \\
 """
 
 
-def test_ranks_of_one_server_hash_alike_and_real_unit_changes_do_not():
-    rank0 = fleet_utils.unit_fleet_sha256(UNIT % ("0", "10.0.0.11:50000"))
-    rank1 = fleet_utils.unit_fleet_sha256(UNIT % ("1", "10.0.0.11:50000"))
-    other_pair = fleet_utils.unit_fleet_sha256(UNIT % ("1", "[fd00::21]:50000"))
-    assert rank0 == rank1 == other_pair and len(rank0) == 64
-    assert fleet_utils.unit_fleet_sha256((UNIT % ("0", "a:1")).replace("bf16", "fp8_e4m3")) != rank0
-    assert fleet_utils.unit_fleet_sha256("--node-rank=1 --x") == fleet_utils.unit_fleet_sha256("--node-rank=0 --x")
-    assert fleet_utils.unit_fleet_sha256(None) is None
+def _fleet_hashes(tmp_path, units):
+    """unit.fleet_sha256 as sglang_release's "Assemble the manifest" task records it, one case per unit text."""
+    tasks = []
+    for case, text in units.items():
+        task = ansible_run.role_task("sglang_release", "manifest.yml", "Assemble the manifest")
+        task["vars"].update({
+            "sglang_release_dir": "/opt/sglang/releases/r1", "sglang_release_manifest_sglang_repo": "",
+            "sglang_release_manifest_sglang_commit": "a" * 40, "sglang_release_manifest_unit_path": "/u",
+            "sglang_release_manifest_kernel_build_key": "", "sglang_release_manifest_kv_cache_dtype": "",
+            "sglang_release_manifest_model_path": "", "sglang_release_manifest_model_revision": "",
+            "sglang_release_manifest_model_verified": None, "sglang_release_manifest_probe": {},
+            "_sglang_release_mf_venv": {}, "_sglang_release_mf_files": {"results": [{"stat": {"exists": True}}]},
+            "_sglang_release_mf_unit": {"content": base64.b64encode(text.encode()).decode()} if text is not None else {}})
+        tasks += [task, {"name": "keep " + case, "ansible.builtin.set_fact": {
+            "hash_" + case: "{{ sglang_release_manifest.unit.fleet_sha256 }}"}}]
+    tasks.append({"name": "record", "ansible.builtin.copy": {
+        "dest": str(tmp_path / "hashes.json"), "mode": "0644",
+        "content": "{{ {%s} | to_json }}" % ", ".join("'%s': hash_%s" % (c, c) for c in units)}})
+    res = ansible_run.play(tmp_path, tasks)
+    assert res.ok, res
+    return json.loads((tmp_path / "hashes.json").read_text())
+
+
+def test_ranks_of_one_server_hash_alike_and_real_unit_changes_do_not(tmp_path):
+    got = _fleet_hashes(tmp_path, {
+        "rank0": UNIT % ("0", "10.0.0.11:50000"), "rank1": UNIT % ("1", "10.0.0.11:50000"),
+        "other_pair": UNIT % ("1", "[fd00::21]:50000"),
+        "edited": (UNIT % ("0", "a:1")).replace("bf16", "fp8_e4m3"),
+        "eq0": "--node-rank=0 --x", "eq1": "--node-rank=1 --x", "no_unit": None})
+    assert got["rank0"] == got["rank1"] == got["other_pair"] and len(got["rank0"]) == 64
+    assert got["edited"] != got["rank0"]
+    assert got["eq0"] == got["eq1"] == hashlib.sha256(b"--node-rank=<per-node> --x").hexdigest()
+    assert got["no_unit"] is None
 
 
 def test_audit_compares_the_fleet_hash_not_the_file_hash():

@@ -16,16 +16,14 @@ import grp
 import json
 import os
 import pwd
-import subprocess
 import sys
 
 import pytest
 import yaml
 
 import _playbook_standins as standins
-from conftest import ROOT
+import ansible_run
 
-PLAYBOOK = standins.PLAYBOOK
 MARKER = "ROLLED_BACK"
 pytestmark = pytest.mark.slow
 
@@ -84,8 +82,6 @@ def _link(root, name):
 
 
 def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=None):
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
     log_dir = tmp_path / "service"
     log_dir.mkdir()
     roots = {}
@@ -118,10 +114,7 @@ def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=Non
     checks = ("{{ [['/bin/sh', '-c', 'echo injected failure on %s >&2; exit 1']] if inventory_hostname == '%s' "
               "else [] }}" % (failing, failing))
     extra = extra or {"sglang_rollout_serial": ["100%"], "sglang_rollout_health_checks": checks}
-    env = standins.ansible_env()
-    proc = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"),
-                           "-e", json.dumps(extra)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "inventory.yml", extra_vars=extra)
     service = {h: (log_dir / ("%s.log" % h)).read_text().split("\n")[:-1] if (log_dir / ("%s.log" % h)).exists()
                else [] for h in hosts}
     return proc, roots, service

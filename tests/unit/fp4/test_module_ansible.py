@@ -4,30 +4,18 @@ This machine has no GPU, so the module must return device.present=false with the
 reference must have run on the CPU of the target interpreter.
 """
 
-import json
-import os
-import subprocess
 import sys
 
 import pytest
 
-pytest.importorskip("torch")
+import ansible_run
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
+pytest.importorskip("torch")
 
 
 def _adhoc(args, check=False):
-    if not os.path.exists(ANSIBLE):
-        pytest.skip("ansible CLI not installed next to this python")
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_CALLBACKS_ENABLED="ansible.builtin.json",
-               LC_ALL="C.UTF-8")
-    cmd = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-e", "ansible_python_interpreter=%s" % sys.executable,
-           "-m", "blackwell.sglang.fp4_kernel_probe", "-a", json.dumps(args)] + (["--check"] if check else [])
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    out = json.loads(proc.stdout)
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return ansible_run.module("blackwell.sglang.fp4_kernel_probe", args, check=check, timeout=300,
+                              env={"ANSIBLE_CALLBACKS_ENABLED": "ansible.builtin.json"})
 
 
 @pytest.mark.slow

@@ -6,13 +6,12 @@ nothing.  Forced path: the module really runs with this venv's python and report
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+import ansible_run
+from ansible_run import ROOT
 
 PLAY = """
 - name: Run the fp4_probe role
@@ -30,22 +29,14 @@ PLAY = """
 
 
 def _play(tmp_path, extra, expect_rc=0):
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
     pb = tmp_path / "play.yml"
     pb.write_text(PLAY)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
-    vars_ = dict(extra, dump=str(tmp_path / "dump.json"), ansible_python_interpreter=sys.executable,
-                 fp4_probe_release_dir=str(tmp_path / "release"))
-    proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(pb), "-e", json.dumps(vars_)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-2000:]
+    vars_ = dict(extra, dump=str(tmp_path / "dump.json"), fp4_probe_release_dir=str(tmp_path / "release"))
+    proc = ansible_run.playbook(pb, tmp_path, extra_vars=vars_)
+    assert proc.returncode == expect_rc, proc
     if expect_rc:
         return None, None, proc.stdout
-    recap = [line for line in proc.stdout.splitlines() if line.startswith("localhost")][-1]
-    changed = int(recap.split("changed=")[1].split()[0])
-    return json.loads((tmp_path / "dump.json").read_text()), changed, proc.stdout
+    return json.loads((tmp_path / "dump.json").read_text()), proc.recap()["changed"], proc.stdout
 
 
 @pytest.mark.slow

@@ -1,7 +1,6 @@
 """Fuzz the benchmark readers: result records (``_bench_report.parse_jsonl``), whole result trees with run.json and
-manifest.json (``build_report`` + ``render_markdown``), baselines, release manifests, and the progress bar / phase /
-ETA readers of a running level (``_bench_progress``). A malformed file is a ``BenchReportError`` naming the file;
-anything else returns a report. Any other exception is a crash."""
+manifest.json (``build_report`` + ``render_markdown``), baselines and release manifests. A malformed file is a
+``BenchReportError`` naming the file; anything else returns a report. Any other exception is a crash."""
 
 import json
 import os
@@ -13,7 +12,6 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import given, settings, strategies as st  # noqa: E402  pylint: disable=wrong-import-position
 
-from ansible_collections.blackwell.sglang.plugins.module_utils import _bench_progress  # noqa: E402
 from ansible_collections.blackwell.sglang.plugins.module_utils import _bench_report  # noqa: E402
 
 EXAMPLES = settings().max_examples
@@ -155,25 +153,3 @@ def test_run_json_of_any_shape(meta):
 def test_summarize_manifest(value):
     summary = _bench_report.summarize_manifest(value)
     assert set(summary["versions"]) >= set(_bench_report._VERSION_KEYS)  # pylint: disable=protected-access
-
-
-PROGRESS_PIECES = [" 47%|####7     | 240/512 [01:23<01:34,  2.87it/s]", "512/512 [1:02:03<?", "0/0 [00:00<?",
-                   "9" * 5000 + "/1 [00:00<00:00", "1/2 [99999999999999999999:00<00:00", "\r", "\n", "Waiting up to",
-                   "Server ready in", "Starting warmup", "Warmup completed", "Serving Benchmark Result", "٣/٤ [٠٠:٠٠<?"]
-progress_text = st.lists(st.sampled_from(PROGRESS_PIECES) | st.text(max_size=8), max_size=12).map("".join)
-
-
-@given(progress_text)
-def test_progress_and_phase(text):
-    state = _bench_progress.parse_progress(text)
-    assert state is None or state["done"] >= 0
-    assert isinstance(_bench_progress.describe_phase(text), str)
-
-
-@given(st.lists(st.fixed_dictionaries({}, optional={"max_concurrency": scalars, "output_throughput": scalars}) |
-                values, max_size=4),
-       st.integers(min_value=-4, max_value=4096), st.integers(min_value=0, max_value=10 ** 6),
-       st.integers(min_value=0, max_value=10 ** 6), st.none() | st.floats())
-def test_level_eta(points, concurrency, prompts, output_len, default_tps):
-    seconds = _bench_progress.estimate_level_seconds(prompts, output_len, concurrency, points, default_tps)
-    assert seconds is None or seconds >= 0

@@ -46,9 +46,8 @@ import yaml
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
 import _playbook_standins as standins
-from conftest import FIXTURES, ROOT
-
-PLAYBOOK = standins.PLAYBOOK
+import ansible_run
+from conftest import FIXTURES
 GH = os.path.join(FIXTURES, "gpu_health")
 FAKE = os.path.join(FIXTURES, "benchmark", "e2e", "fake_sglang_server.py")
 CTL = os.path.join(FIXTURES, "gateway", "worker_ctl.py")
@@ -249,8 +248,7 @@ def fixture_fleet(tmp_path):
                   "sglang_stack_root": str(tmp_path), "sglang_stack_current": str(tmp_path / "current"),
                   "sglang_stack_previous": str(previous), "sglang_release_id": "new",
                   "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
-                  "torch_nightly_venv": str(tmp_path / "venv"), "flashinfer_version": "0.6.5",
-                  "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",
+                  "sglang_stack_venv": str(tmp_path / "venv"), "sglang_stack_flashinfer_version": "0.6.5",
                   "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts"),
                   # the gateway role (real), bounded for the test
                   "sglang_gateway_api_key": KEY, "sglang_gateway_worker_address": "127.0.0.1",
@@ -271,11 +269,10 @@ def fixture_fleet(tmp_path):
 
 
 def _rollout(fleet, extra):
-    env = standins.ansible_env()
-    argv = [PLAYBOOK, "-i", str(fleet["tmp"] / "inventory.yml"), str(fleet["tmp"] / "rollout.yml"), "-e", json.dumps(extra)]
     began = time.monotonic()
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=150, check=False)
-    out = proc.stdout + proc.stderr
+    proc = ansible_run.playbook(fleet["tmp"] / "rollout.yml", fleet["tmp"], inventory=fleet["tmp"] / "inventory.yml",
+                                extra_vars=extra, timeout=150)
+    out = proc.out
     fleet["runs"] = fleet.get("runs", 0) + 1
     (fleet["tmp"] / ("rollout-%d.log" % fleet["runs"])).write_text(out)     # kept in tmp_path for a failed run
     return proc, out, round(time.monotonic() - began, 1)

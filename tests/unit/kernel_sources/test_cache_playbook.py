@@ -14,11 +14,8 @@ import subprocess
 import sys
 import tarfile
 
-import pytest
-
+import ansible_run
 from upstream import ROOT
-
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 
 
 def _git(*args, cwd=None):
@@ -75,17 +72,9 @@ def _play(tmp_path, src):
     cache = str(tmp_path / "cache")
     extra = {"sgl_kernel_sm120_source_dir": src, "sgl_kernel_sm120_source_cache": cache,
              "kernel_sources_hosts": "localhost", "ansible_python_interpreter": sys.executable}
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(ROOT, "playbooks", "kernel_sources.yml"),
-                           "-e", json.dumps(extra)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          check=False)
+    proc = ansible_run.playbook(os.path.join(ROOT, "playbooks", "kernel_sources.yml"), tmp_path, extra_vars=extra,
+                                timeout=600)
     return proc, cache
-
-
-@pytest.fixture(autouse=True)
-def _tools():
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
 
 
 def test_two_rounds_fill_the_cache_with_git_url_and_nested_sources(tmp_path):

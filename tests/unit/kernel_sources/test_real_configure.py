@@ -21,17 +21,16 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tarfile
 
 import pytest
 
+import ansible_run
 from upstream import CURRENT, ORIGINAL, ROOT, SKIP_REASON, UPSTREAM, have_bundle
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not have_bundle(), reason=SKIP_REASON)]
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 PLAY = os.path.join(os.path.dirname(__file__), "files", "configure.yml")
 # The 8 sgl-attn files the original pin's CMakeLists lists (CMakeLists.txt:342-346 and, with FA3, 512-514).
 SGL_ATTN_FILES = [
@@ -102,12 +101,8 @@ def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None):
         "sgl_kernel_sm120_configure_only": True,
         "sgl_kernel_sm120_keep_build_dir": True,
     }
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default",
-               ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", PLAY, "-e", json.dumps(extra)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500, check=False)
-    out = proc.stdout + proc.stderr
+    proc = ansible_run.playbook(PLAY, tmp_path, extra_vars=extra, timeout=1500)
+    out = proc.out
     if expect_ok:
         assert proc.returncode == 0, out[-6000:]
         with open(str(tmp_path / "result.json")) as f:
@@ -118,7 +113,7 @@ def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None):
 
 @pytest.fixture(scope="module", autouse=True)
 def _playbook():
-    if not os.path.exists(PLAYBOOK):
+    if not os.path.exists(ansible_run.PLAYBOOK):
         pytest.skip("ansible-playbook not installed next to this python")
     if shutil.which("gcc") is None:
         pytest.skip("gcc is needed (host compiler of the CUDA configure)")

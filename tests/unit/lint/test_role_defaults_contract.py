@@ -1,10 +1,9 @@
-"""No role's defaults read another role's variables or facts (issue 18; docs/architecture.md "The stack contract").
+"""No role's defaults read another role's variables or facts (docs/architecture.md "The stack contract").
 
 A role default may read the role's own variables (``<role>_*``, ``__<role>_*``), the stack contract
 (``sglang_stack_*``, roles/sglang_stack) and Ansible's magic variables; anything else means the role reads another
 role's variable and no longer works alone, the coupling the contract removed. Names are taken from the Jinja
-expressions of every default (string literals and filter/test names left out). At dfcd8a6, before the contract,
-this check finds 58 such reads (flashinfer_venv reads torch_nightly_venv, ...); now none.
+expressions of every default (string literals and filter/test names left out).
 """
 
 from __future__ import annotations

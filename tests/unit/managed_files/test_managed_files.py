@@ -1,4 +1,4 @@
-"""blackwell.sglang.managed_files (issue 19): a role's directories, files and removals in one module call.
+"""blackwell.sglang.managed_files: a role's directories, files and removals in one module call.
 
 module_utils._managed_files is tested on real temporary trees (plan, then apply); the module itself runs for real
 through ansible-playbook on localhost, twice (the second run reports no change, as a no-op converge must), in check
@@ -6,17 +6,14 @@ mode and in diff mode, and with a bad entry that must fail before anything chang
 """
 
 import grp
-import json
 import os
 import pwd
 import stat
-import subprocess
-import sys
 
 import pytest
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _managed_files as mf
-from conftest import ROOT
 
 ME = pwd.getpwuid(os.getuid()).pw_name
 MY_GROUP = grp.getgrgid(os.getgid()).gr_name
@@ -139,9 +136,6 @@ def test_owner_and_group_left_alone_when_not_given(tmp_path):
 
 
 def _playbook(tmp_path, *, check=False, diff=False, bad=False):
-    exe = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
-    if not os.path.exists(exe):
-        pytest.skip("ansible-playbook is not next to this Python")
     base = tmp_path / "host"
     entry = {"directories": [{"path": str(base), "mode": "0755"}],
              "files": [{"dest": str(base / "unit.service"), "content": "[Service]\nExecStart=/bin/true\n",
@@ -151,16 +145,7 @@ def _playbook(tmp_path, *, check=False, diff=False, bad=False):
              "absent": [str(base / "old.env")], "owner": ME, "group": MY_GROUP}
     tasks = [{"name": "write", "blackwell.sglang.managed_files": entry, "register": "written"},
              {"name": "result", "ansible.builtin.debug": {"var": "written"}}]
-    play = [{"hosts": "localhost", "connection": "local", "gather_facts": False,
-             "vars": {"ansible_python_interpreter": sys.executable}, "tasks": tasks}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(play))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    argv = [exe, "-i", "localhost,", str(path)] + (["--check"] if check else []) + (["--diff"] if diff else [])
-    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return proc, base
+    return ansible_run.play(tmp_path, tasks, check=check, diff=diff), base
 
 
 def _recap(out):

@@ -9,33 +9,23 @@ import hashlib
 import json
 import os
 import struct
-import subprocess
 import sys
 
 import pytest
 
-from conftest import COLLECTIONS, ROOT
+import ansible_run
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fakehub import FakeHub  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _model  # noqa: E402
 
-MODULES = os.path.join(ROOT, "plugins", "modules")
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 REPO = "acme/tiny-nvfp4"
 
 
 def run_module(name, args, tmp_path, env=None):
-    path = tmp_path / ("args-%s.json" % name)
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    full_env = dict(os.environ, PYTHONPATH=COLLECTIONS, HF_HOME=str(tmp_path / "hf-home"), **(env or {}))
-    proc = subprocess.run([sys.executable, os.path.join(MODULES, name + ".py"), str(path)], env=full_env,
-                          capture_output=True, text=True, timeout=120, check=False)
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise AssertionError("module printed no JSON: %s %s" % (proc.stdout, proc.stderr))
+    return ansible_run.module_file(name, args, tmp_path, env=dict({"HF_HOME": str(tmp_path / "hf-home")}, **(env or {})))
 
 
 def safetensors_bytes(tensors):

@@ -10,16 +10,14 @@ import hashlib
 import json
 import os
 import struct
-import subprocess
 import sys
 import tarfile
 
 import pytest
 import yaml
 
-from conftest import ROOT
+import ansible_run
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
 pytestmark = pytest.mark.slow
 
@@ -58,11 +56,8 @@ def run(tmp_path, play_vars, check=False, hosts=("a", "b")):
                             " 'env': sglang_model_service_env | default({})} | to_json }}"}, "delegate_to": "localhost",
                  "check_mode": False}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"))
-    cmd = [PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")] + (["--check"] if check else [])
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, check=False, cwd=str(tmp_path))
+    proc = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "inventory.yml", check=check,
+                                cwd=tmp_path)
     with open(str(tmp_path / "ansible.log"), "a") as log:     # the whole output, for a failing test
         log.write(proc.stdout + proc.stderr)
     return proc

@@ -1,4 +1,4 @@
-"""The model role's result wired into the service, the release manifest and the drift audit (issue 13, part 2).
+"""The model role's result wired into the service, the release manifest and the drift audit.
 
 The wiring tasks are taken by name from the real playbooks/site.yml's chain (roles/sglang_converge; the model role, its ``service_env`` entry
 point, the set_fact that passes the result on) and run by real ansible-playbook on local-connection hosts, followed
@@ -14,7 +14,6 @@ PYTHONPATH holds an empty module named ``hf_transfer`` (the probe is exactly ``i
 import copy
 import json
 import os
-import subprocess
 import sys
 import tarfile
 
@@ -22,21 +21,15 @@ import pytest
 import yaml
 
 import _playbook_standins as standins
+import ansible_run
 from conftest import ROOT
-from test_role import COMMIT, PLAYBOOK, model_files, recap
+from test_role import COMMIT, model_files, recap
 
 pytestmark = pytest.mark.slow
 
 WIRING = ("The verified model checkpoint", "The verified model's service environment",
           "Point the service and the release manifest at the verified model")
 OTHER = "0123456789abcdef0123456789abcdef01234567"
-
-
-def _env(tmp_path):
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-                ANSIBLE_FACT_CACHING="memory", ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"),
-                ANSIBLE_RETRY_FILES_ENABLED="0")
 
 
 def _site_tasks(names):
@@ -94,9 +87,7 @@ def _converge(tmp_path, host_vars, play_vars):
     ]
     play = [{"name": "wiring", "hosts": "all", "gather_facts": False, "vars": play_vars, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
-    proc = subprocess.run(
-        [PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")], env=_env(tmp_path),
-        capture_output=True, text=True, timeout=300, check=False, cwd=str(tmp_path))
+    proc = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "inventory.yml", cwd=tmp_path)
     with open(str(tmp_path / "ansible.log"), "a") as log:
         log.write(proc.stdout + proc.stderr)
     return proc
@@ -190,10 +181,8 @@ def _audit(tmp_path, manifests, pins=None):
         hosts[host].update((pins or {}).get(host, {}))
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": {"sglang_servers": {"hosts": hosts}}}}))
     report = tmp_path / "drift.json"
-    proc = subprocess.run(
-        [PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), os.path.join(ROOT, "playbooks", "audit.yml"),
-         "-e", "sglang_audit_report=%s" % report], env=_env(tmp_path), capture_output=True, text=True, timeout=300,
-        check=False, cwd=str(tmp_path))
+    proc = ansible_run.playbook(os.path.join(ROOT, "playbooks", "audit.yml"), tmp_path, inventory=tmp_path / "inventory.yml",
+                                extra_vars={"sglang_audit_report": str(report)}, cwd=tmp_path)
     with open(str(tmp_path / "ansible.log"), "a") as log:
         log.write(proc.stdout + proc.stderr)
     return proc, (json.loads(report.read_text()) if report.exists() else None)

@@ -6,13 +6,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 
 import pytest
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gpu_health as gh
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES
 
 GH = os.path.join(FIXTURES, "gpu_health")
 
@@ -259,26 +259,21 @@ def test_h200_recorded_healthy_verdict(tmp_path):
     assert [g["state"] for g in result["gpus"]] == [g["state"] for g in recorded["gpus"]]
 
 
-def test_module_runs_under_ansible(tmp_path):
-    ansible = os.path.join(os.path.dirname(sys.executable), "ansible")
-    if not os.path.exists(ansible):
-        pytest.skip("ansible not installed next to this python")
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_CONFIG=str(tmp_path / "none.cfg"))
-    args = "kernel_log_source=file kernel_log_path=%s nvidia_smi=%s expected_gpu_count=2" % (
-        klog("xid79_fell_off_bus.log"), smi("smi_one_gone_pro6000_x2"))
-    proc = subprocess.run([ansible, "localhost", "-m", "blackwell.sglang.gpu_health", "-a", args,
-                           "-e", "ansible_python_interpreter=%s" % sys.executable],
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=120,
-                          check=False)
-    assert proc.returncode == 0, proc.stderr + proc.stdout
-    out = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])[0]["plays"][0]["tasks"][0]["hosts"]["localhost"]
+def test_module_runs_under_ansible_and_plans_the_gpu_policy(tmp_path):
+    models = [{"model": "RTX PRO 6000", "power_limit_w": 450}]
+    out = ansible_run.module("blackwell.sglang.gpu_health", {
+        "kernel_log_source": "file", "kernel_log_path": klog("xid79_fell_off_bus.log"),
+        "nvidia_smi": smi("smi_one_gone_pro6000_x2"), "expected_gpu_count": 2, "policy_models": models},
+        tmp_path, env={"ANSIBLE_CONFIG": str(tmp_path / "none.cfg")})
+    assert not out.get("failed"), out
     assert out["status"] == "unhealthy" and out["changed"] is False
     assert out["xids"][0]["kind"] == "gpu_wedged_xid_79"
+    # what sglang_monitoring's GPU policy applies: the plan of these GPUs under these models
+    assert out["policy_plan"] == gh.policy_plan(out["gpus"], models) and out["policy_plan"]
+    assert {p["model"] for p in out["policy_plan"]} == {"RTX PRO 6000"}
 
 
-# ---- GPU policy plan and the sweep table (filters blackwell.sglang.gpu_policy_plan / gpu_health_table) -------------
+# ---- GPU policy plan (gpu_health policy_models) and the sweep table (filter blackwell.sglang.gpu_health_table) -----
 
 def test_policy_plan_changes_only_what_differs():
     result = verdict(None, "smi_ecc_pro6000_x2", expected=2)

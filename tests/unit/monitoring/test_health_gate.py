@@ -9,18 +9,16 @@ tests/unit/_playbook_standins.py), the sglang_service stand-in appends to a per-
 test sees which host reached the rollout's service step.
 """
 
-import json
 import os
-import subprocess
 import sys
 
 import pytest
 import yaml
 
 import _playbook_standins as standins
-from conftest import FIXTURES, ROOT
+import ansible_run
+from conftest import FIXTURES
 
-PLAYBOOK = standins.PLAYBOOK
 GH = os.path.join(FIXTURES, "gpu_health")
 pytestmark = pytest.mark.slow
 
@@ -45,8 +43,6 @@ def _double(task, log_dir):
 
 
 def _run(tmp_path, playbook, extra=None):
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
     log_dir = tmp_path / "service"
     log_dir.mkdir()
     play = standins.standin_playbook(playbook, tmp_path, lambda task: _double(task, log_dir))
@@ -62,8 +58,7 @@ def _run(tmp_path, playbook, extra=None):
               "sglang_stack_root": str(tmp_path), "sglang_stack_current": str(tmp_path / "current"),
               "sglang_stack_previous": str(tmp_path / "previous"), "sglang_release_id": "new",
               "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
-              "torch_nightly_venv": str(tmp_path / "venv"), "flashinfer_version": "0.6.5",
-              "sglang_source_dest": str(tmp_path / "src"), "sglang_source_repo": "file:///dev/null",
+              "sglang_stack_venv": str(tmp_path / "venv"), "sglang_stack_flashinfer_version": "0.6.5",
               "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts")}
     hosts = {
         "gpu-sick": {"sglang_monitoring_health_kernel_log_path": os.path.join(GH, "kernel", "xid79_fell_off_bus.log"),
@@ -73,11 +68,7 @@ def _run(tmp_path, playbook, extra=None):
     }
     inventory = {"all": {"vars": common, "children": {"sglang_servers": {"hosts": hosts}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    env = standins.ansible_env()
-    argv = [PLAYBOOK, "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml")]
-    if extra:
-        argv += ["-e", json.dumps(extra)]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    proc = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "inventory.yml", extra_vars=extra)
     service = {h: (log_dir / ("%s.log" % h)).read_text().split() if (log_dir / ("%s.log" % h)).exists() else []
                for h in hosts}
     for host in hosts:                                # the gateway entry points each host reached, in order

@@ -21,9 +21,8 @@ import yaml
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
 import _playbook_standins as standins
-from conftest import FIXTURES, ROOT
-
-PLAYBOOK = standins.PLAYBOOK
+import ansible_run
+from conftest import FIXTURES
 GH = os.path.join(FIXTURES, "gpu_health")
 FAKE = os.path.join(FIXTURES, "benchmark", "e2e", "fake_sglang_server.py")
 KEY = "test-key-health-0123456789abcdef0123"
@@ -88,12 +87,9 @@ def fixture_fleet(tmp_path):
 
 
 def _health(inventory, extra=None):
-    env = standins.ansible_env()
-    argv = [PLAYBOOK, "-i", inventory, os.path.join(ROOT, "playbooks", "health.yml")]
-    if extra:
-        argv += ["-e", json.dumps(extra)]
-    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
-    return proc, proc.stdout + proc.stderr
+    proc = ansible_run.playbook(os.path.join(ansible_run.ROOT, "playbooks", "health.yml"), inventory=inventory,
+                                extra_vars=extra)
+    return proc, proc.out
 
 
 def _drained_hosts(out):

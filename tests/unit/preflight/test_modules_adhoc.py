@@ -2,29 +2,18 @@
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+import ansible_run
 from helpers import NVSMI, fake_toolkit, fixture
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-ANSIBLE = os.path.join(os.path.dirname(sys.executable), "ansible")
-
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(ANSIBLE), reason="ansible not in this venv")]
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(ansible_run.ANSIBLE), reason="ansible not in this venv")]
 
 
 def adhoc(module, args, check=False):
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"),
-               ANSIBLE_INVENTORY_UNPARSED_WARNING="false", ANSIBLE_LOCALHOST_WARNING="false")
-    cmd = [ANSIBLE, "localhost", "-i", "localhost,", "-c", "local", "-e",
-           "ansible_python_interpreter=%s" % sys.executable, "-m", module, "-a", args] + (["--check"] if check else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, check=False, timeout=120)
-    # the json callback's document; ansible.cfg's profile_tasks callback may print around it
-    out, _end = json.JSONDecoder().raw_decode(proc.stdout[proc.stdout.index("{"):])
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return ansible_run.module(module, args, check=check,
+                              env={"ANSIBLE_INVENTORY_UNPARSED_WARNING": "false", "ANSIBLE_LOCALHOST_WARNING": "false"})
 
 
 def test_gpu_facts_module_with_recorded_pair_in_check_mode():

@@ -6,21 +6,13 @@ real sglang 0.5.9 / 0.5.6 (tests/fixtures/service/parsers), i.e. what the venv p
 
 import json
 import os
-import subprocess
-import sys
 
-from conftest import COLLECTIONS, FIXTURES, ROOT
-
-MODULES = os.path.join(ROOT, "plugins", "modules")
+import ansible_run
+from conftest import FIXTURES
 
 
 def run_module(name, args, tmp_path):
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=COLLECTIONS)
-    proc = subprocess.run([sys.executable, os.path.join(MODULES, name + ".py"), str(path)], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
-    return json.loads(proc.stdout)
+    return ansible_run.module_file(name, args, tmp_path, timeout=60)
 
 
 def fake_python(tmp_path, version):

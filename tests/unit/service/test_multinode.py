@@ -4,13 +4,12 @@ an operator's inventory takes)."""
 
 import json
 import os
-import pathlib
-import subprocess
 import sys
 
 import pytest
 import yaml
 
+import ansible_run
 from conftest import ROOT
 from ansible_collections.blackwell.sglang.plugins.module_utils import _multinode as mn
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags as sf
@@ -128,17 +127,7 @@ INVENTORY = {
 }
 
 
-def _ansible_env():
-    """ansible-playbook from this checkout: the repository's ansible.cfg and collection, no persistent fact cache."""
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-                ANSIBLE_FACT_CACHING="memory")
-
-
 def _run(tmp_path, extra_vars, limit=None, inventory=None):
-    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
-    if not exe.exists():
-        pytest.skip("ansible-playbook is not next to this Python")
     out_dir = tmp_path / "plans"
     out_dir.mkdir(exist_ok=True)
     play = [{
@@ -160,12 +149,8 @@ def _run(tmp_path, extra_vars, limit=None, inventory=None):
     }]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory or INVENTORY))
-    env = _ansible_env()
-    cmd = [str(exe), "-i", str(tmp_path / "inventory.yml"), str(tmp_path / "play.yml"),
-           "-e", json.dumps(extra_vars)]
-    if limit:
-        cmd += ["--limit", limit]
-    res = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=240, check=False)
+    res = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "inventory.yml",
+                               extra_vars=extra_vars, limit=limit, timeout=240)
     plans = {p.stem: json.loads(p.read_text()) for p in out_dir.glob("*.json")}
     return res, plans
 
@@ -225,9 +210,6 @@ def test_role_uses_per_host_ranks_and_refuses_a_missing_group(tmp_path):
 def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
     """The real unit template, rendered by ansible's template module with the role's defaults: a closed device
     policy on a multi-node rank also allows the InfiniBand verbs groups and rdma_cm; a single node does not."""
-    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
-    if not exe.exists():
-        pytest.skip("ansible-playbook is not next to this Python")
     role = os.path.join(ROOT, "roles", "sglang_service")
     facts = {
         "sglang_service_model_path": "/srv/models/qwen",
@@ -249,10 +231,7 @@ def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
                      "src": os.path.join(role, "templates", "sglang.service.j2"),
                      "dest": str(tmp_path / ("%s.service" % name)), "mode": "0644"}}]}]
         (tmp_path / "render.yml").write_text(yaml.safe_dump(play))
-        env = _ansible_env()
-        res = subprocess.run([str(exe), "-i", "localhost,", str(tmp_path / "render.yml"), "-e", json.dumps(extra),
-                              "-e", "ansible_python_interpreter=" + sys.executable],
-                             capture_output=True, text=True, cwd=ROOT, env=env, timeout=240, check=False)
+        res = ansible_run.playbook(tmp_path / "render.yml", tmp_path, extra_vars=extra, timeout=240)
         assert res.returncode == 0, res.stdout + res.stderr
         units[name] = (tmp_path / ("%s.service" % name)).read_text()
     assert "DevicePolicy=closed" in units["rank"]

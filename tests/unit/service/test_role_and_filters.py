@@ -1,10 +1,13 @@
 """sglang_service role defaults vs argument_specs, and the controller-side filters."""
 
+import base64
+import json
 import os
 
 import pytest
 import yaml
 
+import ansible_run
 from conftest import ROOT
 from ansible_collections.blackwell.sglang.plugins.filter import sglang_service as flt
 
@@ -50,33 +53,62 @@ def test_systemd_exec_lines_per_flag():
         "--model-path /m", "--enable-metrics", "--tp-size 8"]
 
 
-def test_nvidia_device_groups_from_proc_devices():
-    text = ("Character devices:\n  1 mem\n195 nvidia\n195 nvidia-modeset\n234 nvidia-uvm\n"
-            "237 nvidia-caps\n\nBlock devices:\n  8 sd\n259 nvidia-fake-block\n")
-    assert flt.nvidia_device_groups(text) == ["nvidia", "nvidia-modeset", "nvidia-uvm", "nvidia-caps"]
-    assert flt.nvidia_device_groups("Character devices:\n  1 mem\n") == []
+def _device_groups(tmp_path, proc_devices):
+    """The character-device groups install.yml reads from /proc/devices, [nvidia, rdma] per case (text, multi-node)."""
+    paths = {k: {"exists": False} for k in ("persistenced_lib", "persistenced_usr", "persistenced_etc",
+                                            "nvidia_modprobe", "rdma_cm")}
+    tasks = []
+    for case, (text, multinode) in proc_devices.items():
+        task = ansible_run.role_task("sglang_service", "install.yml", "Decide the device policy and NVIDIA ordering")
+        task["vars"] = {"sglang_service__proc_devices": {"content": base64.b64encode(text.encode()).decode()},
+                        "sglang_service_multinode": {"enabled": multinode}, "__sglang_service_paths": {"paths": paths}}
+        tasks += [task, {"name": "keep " + case, "ansible.builtin.set_fact": {
+            "groups_" + case: "{{ [sglang_service__nvidia_groups, sglang_service__rdma_groups] }}"}}]
+    tasks.append({"name": "record", "ansible.builtin.copy": {
+        "dest": str(tmp_path / "groups.json"), "mode": "0644",
+        "content": "{{ {%s} | to_json }}" % ", ".join("'%s': groups_%s" % (c, c) for c in proc_devices)}})
+    res = ansible_run.play(tmp_path, tasks)
+    assert res.ok, res
+    return json.loads((tmp_path / "groups.json").read_text())
 
 
-def test_rdma_device_groups_from_proc_devices():
-    text = ("Character devices:\n195 nvidia\n231 infiniband_verbs\n231 infiniband_mad\n 10 misc\n\n"
-            "Block devices:\n  8 sd\n")
-    assert flt.nvidia_device_groups(text, prefix="infiniband") == ["infiniband_verbs", "infiniband_mad"]
-    assert flt.nvidia_device_groups(text) == ["nvidia"]
+def test_nvidia_and_rdma_device_groups_from_proc_devices(tmp_path):
+    got = _device_groups(tmp_path, {
+        "gpus": ("Character devices:\n  1 mem\n195 nvidia\n195 nvidia-modeset\n234 nvidia-uvm\n"
+                 "237 nvidia-caps\n\nBlock devices:\n  8 sd\n259 nvidia-fake-block\n", True),
+        "none": ("Character devices:\n  1 mem\n", True),
+        "rdma": ("Character devices:\n195 nvidia\n231 infiniband_verbs\n231 infiniband_mad\n 10 misc\n\n"
+                 "Block devices:\n  8 sd\n", True),
+        # a single-node server opens no RDMA device
+        "one_node": ("Character devices:\n231 infiniband_verbs\n", False)})
+    assert got["gpus"] == [["nvidia", "nvidia-modeset", "nvidia-uvm", "nvidia-caps"], []]
+    assert got["none"] == [[], []]
+    assert got["rdma"] == [["nvidia"], ["infiniband_verbs", "infiniband_mad"]]
+    assert got["one_node"] == [[], []]
 
 
-def test_pinned_backend_evidence_uses_probe_result_shape():
+SETTINGS = {"model_path": "/m", "fp4_gemm_backend": "flashinfer_cutlass", "moe_runner_backend": "flashinfer_cutlass"}
+
+
+def test_a_chosen_backend_the_probe_found_broken_is_refused_with_the_evidence():
+    from ansible.errors import AnsibleFilterError
     probe = {"device": {"name": "RTX PRO 6000", "compute_capability": "12.0"},
              "backends": {"gemm/flashinfer_cutlass": {"kind": "gemm", "sglang": "flashinfer_cutlass",
                                                       "verdict": "zeros", "reason": "all zero at m=128"},
                           "gemm/flashinfer_cudnn": {"kind": "gemm", "sglang": "flashinfer_cudnn", "verdict": "ok"}}}
-    evidence = flt.sglang_pinned_backend_evidence(probe, "--fp4-gemm-backend", "flashinfer_cutlass")
-    assert evidence["verdict"] == "zeros" and "all zero at m=128" in evidence["message"]
-    assert flt.sglang_pinned_backend_evidence(probe, "--fp4-gemm-backend", "flashinfer_cudnn") is None
-    assert flt.sglang_pinned_backend_evidence({}, "--fp4-gemm-backend", "flashinfer_cutlass") is None
+    with pytest.raises(AnsibleFilterError) as err:
+        flt.sglang_service_args(SETTINGS, "12.0", probe, {"fp4_gemm_backend": "flashinfer_cutlass",
+                                                          "moe_runner_backend": "flashinfer_cutlass"})
+    assert "--fp4-gemm-backend flashinfer_cutlass: the FP4 probe found gemm/flashinfer_cutlass zeros" in str(err.value)
+    assert "all zero at m=128" in str(err.value) and '"verdict": "zeros"' in str(err.value)
+    cudnn = dict(SETTINGS, fp4_gemm_backend="flashinfer_cudnn")
+    assert "flashinfer_cudnn" in flt.sglang_service_args(cudnn, "12.0", probe, {"fp4_gemm_backend": "flashinfer_cudnn"})
+    assert flt.sglang_service_args(SETTINGS, "12.0", {}, {"fp4_gemm_backend": "flashinfer_cutlass"})[:2] == [
+        "--model-path", "/m"]
 
 
 def test_render_filter_errors_name_the_flag():
     from ansible.errors import AnsibleFilterError
     with pytest.raises(AnsibleFilterError) as err:
-        flt.sglang_service_check_backends(["--model-path", "/m", "--attention-backend", "fa3"], "12.0")
+        flt.sglang_service_args({"model_path": "/m", "attention_backend": "fa3"}, "12.0")
     assert "--attention-backend fa3" in str(err.value)

@@ -94,7 +94,7 @@ def test_fp4_flag_unknown_in_056_names_flag_and_revision():
 def test_same_argv_without_fp4_flag_valid_in_056():
     spec, revision = load("0.5.6")
     settings = dict(SM120, fp4_gemm_backend="")
-    assert len(sf.validate_args(sf.render_server_args(settings), spec, revision)) == 12   # 13 with --api-key before issue 17
+    assert len(sf.validate_args(sf.render_server_args(settings), spec, revision)) == 12   # the API key is never rendered
 
 
 @pytest.mark.parametrize("version", ["0.5.9", "0.5.6"])

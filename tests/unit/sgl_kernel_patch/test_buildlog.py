@@ -45,3 +45,15 @@ def test_timeout_and_unknown():
 
 def test_filter_wrapper_casts_rc():
     assert sgl_kernel_build_failure("x\n", rc="137")["cause"] == "build_oom"
+
+
+def test_configure_log_gives_cmake_first_error_with_its_cause():
+    log = ("-- Found CUDAToolkit: /usr/local/cuda/include (found version \"13.0.88\")\n"
+           "CMake Error at _deps/mscclpp-src/CMakeLists.txt:40 (find_package):\n"
+           "  Could NOT find NUMA (missing: NUMA_INCLUDE_DIRS NUMA_LIBRARIES)\n\n\n"
+           "-- Configuring incomplete, errors occurred!\n")
+    got = sgl_kernel_build_failure(log, rc=1)["cmake_error"]
+    assert got[:2] == ["first error: CMake Error at _deps/mscclpp-src/CMakeLists.txt:40 (find_package):",
+                       "  Could NOT find NUMA (missing: NUMA_INCLUDE_DIRS NUMA_LIBRARIES)"]
+    assert got[-2].startswith("cause: numa_missing: ") and "libnuma-dev" in got[-1]
+    assert sgl_kernel_build_failure("-- Configuring done\n-- Generating done\n")["cmake_error"] == []

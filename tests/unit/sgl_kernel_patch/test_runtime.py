@@ -18,9 +18,10 @@ import sys
 
 import pytest
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _sgl_kernel_tree as t
 
-from conftest import ROOT, make_tree, snapshot
+from conftest import make_tree, snapshot
 
 # the venv pytest runs in (make unit: $(VENV)/bin/pytest), wherever VENV= puts it; not <checkout>/.venv
 VENV_BIN = os.path.join(sys.prefix, "bin")
@@ -156,20 +157,7 @@ def test_fixture_project_configures_with_old_cmake_and_nvcc(tmp_path, project_co
 # ------------------------------------------------------------------------------------------------ through Ansible
 
 def _ansible(args, check=False, diff=False):
-    cmd = [os.path.join(VENV_BIN, "ansible"), "localhost", "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=%s" % sys.executable, "-m", "blackwell.sglang.sgl_kernel_patch",
-           "-a", json.dumps(args)]
-    if check:
-        cmd.append("--check")
-    if diff:
-        cmd.append("--diff")
-    env = dict(os.environ, ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json", ANSIBLE_LOAD_CALLBACK_PLUGINS="1")
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
-                          check=False)
-    start = proc.stdout.find("\n{")   # skip lines other callbacks print before the JSON document
-    assert start >= 0 or proc.stdout.startswith("{"), proc.stdout + proc.stderr
-    out, _end = json.JSONDecoder().raw_decode(proc.stdout[start + 1 if start >= 0 else 0:])
-    return out["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return ansible_run.module("blackwell.sglang.sgl_kernel_patch", args, check=check, diff=diff)
 
 
 @pytest.mark.slow

@@ -12,9 +12,6 @@ import pytest
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _sglang_deps as deps
 from ansible_collections.blackwell.sglang.plugins.filter.pip_failure_class import pip_failure_class
-from ansible_collections.blackwell.sglang.plugins.filter.pip_report_check import pip_report_check
-from ansible_collections.blackwell.sglang.plugins.filter.sglang_requirements import sglang_requirements
-from ansible.errors import AnsibleFilterError
 
 HERE = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "sglang_source")
 
@@ -161,18 +158,6 @@ TORCH_SWAP = """  Attempting uninstall: torch
 def test_classify_pip_failure(text, verdict):
     assert deps.classify_pip_failure(text) == verdict
     assert pip_failure_class(text) == verdict
-
-
-def test_filters_wrap_module_utils():
-    plan = sglang_requirements(REQUIRES, excludes=["timm"], installed={"torch": "2.13.0+cpu", "numpy": "1"})
-    assert plan["constraints"] == ["torch==2.13.0+cpu"]
-    assert "timm==1.0.16" not in plan["requirements"]
-    assert pip_report_check(json.dumps(REPORT), installed={"torch": "2.13.0+cpu"})["verdict"] == \
-        "protected_package_changed"
-    with pytest.raises(AnsibleFilterError):
-        sglang_requirements(REQUIRES, mode="bogus")
-    with pytest.raises(AnsibleFilterError):
-        pip_report_check("not json")
 
 
 def test_protected_drift_torch_swap_and_new_kernel():

@@ -20,17 +20,13 @@ count as the playbook's. Runs on the controller only (no host is contacted).
 
 from __future__ import annotations
 
-import os
-import pathlib
 import re
-import subprocess
-import sys
 
 import pytest
 
 import _playbook_standins as standins
+import ansible_run
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
 SITE = "playbooks/site.yml"
 ROLLOUT = "playbooks/rollout.yml"
 INVENTORY = "inventories/sandbox"
@@ -63,12 +59,9 @@ PLAYBOOK_LINE = re.compile(r"^playbook: (\S+)$")
 TASK_LINE = re.compile(r"^ {6}(?:(?P<role>[\w.]+) : )?(?P<name>.*?)\tTAGS: \[(?P<tags>[^\]]*)\]$")
 
 
-def _ansible_playbook(*args):
-    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
-    env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0")
-    proc = subprocess.run([str(exe), "-i", INVENTORY, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout
+def _ansible_playbook(playbook, *args):
+    proc = ansible_run.playbook(playbook, inventory=INVENTORY, args=args, env={"ANSIBLE_FORCE_COLOR": "0"})
+    assert proc.returncode == 0, proc
     return proc.stdout
 
 

@@ -1,17 +1,17 @@
-"""Unit tests for the toolchain filters and plugins/module_utils/_cuda_toolchain.py.
+"""Unit tests for the toolchain filters, plugins/module_utils/_cuda_toolchain.py and the nvcc facts of
+toolchain_facts (module_utils/_toolchain.collect_nvcc, what the module runs).
 
-Inputs are the field-report fixtures B04, B08, B14, B20 and B21 (docs: ../shared/domain/field-reports.md).
+Inputs are the field-report fixtures B04, B08, B14, B20 and B21 (docs: ../shared/domain/field-reports.md). B08 (every
+CUDA wheel at one major.minor) is checked by cuda_toolchain's install task: tests/unit/toolchain/test_cuda_wheel_minor.py.
 """
 
 import pytest
 
 from ansible.errors import AnsibleFilterError
 from ansible_collections.blackwell.sglang.plugins.filter.cuda_arch_coverage import cuda_arch_coverage
-from ansible_collections.blackwell.sglang.plugins.filter.cuda_release_mismatches import cuda_release_mismatches
-from ansible_collections.blackwell.sglang.plugins.filter.nvcc_gpu_arches import nvcc_gpu_arches
-from ansible_collections.blackwell.sglang.plugins.filter.nvcc_version import nvcc_version
 from ansible_collections.blackwell.sglang.plugins.filter.torch_version import torch_version
 from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import compute_cap_tuple
+from ansible_collections.blackwell.sglang.plugins.module_utils._toolchain import collect_nvcc
 
 NVCC_12_6 = """nvcc: NVIDIA (R) Cuda compiler driver
 Copyright (c) 2005-2024 NVIDIA Corporation
@@ -34,36 +34,48 @@ LIST_ARCH_13_0 = "\n".join("compute_%s" % a for a in
 LIST_ARCH_12_6 = "compute_50\ncompute_52\ncompute_60\ncompute_70\ncompute_75\ncompute_80\ncompute_86\ncompute_89\ncompute_90\n"
 
 
+def nvcc_facts(tmp_path, version_out, arch_out=""):
+    """toolchain_facts' nvcc facts for a toolkit whose nvcc prints ``version_out`` / ``arch_out``."""
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\nexit 0\n")
+    nvcc.chmod(0o755)
+
+    def run(argv):
+        return 0, version_out if argv[1] == "--version" else arch_out, ""
+    return collect_nvcc(run, str(tmp_path / "cuda"), "")
+
+
 @pytest.mark.parametrize("text, expected", [
-    (NVCC_13_0, {"version": "13.0.88", "release": "13.0", "major": 13, "minor": 0, "patch": 88}),
-    (NVCC_12_6, {"version": "12.6.68", "release": "12.6", "major": 12, "minor": 6, "patch": 68}),
-    ("Cuda compilation tools, release 11.0, V11.0.221\nBuild cuda_11.0_bu.TC445_37.28845127_0\n",
-     {"version": "11.0.221", "release": "11.0", "major": 11, "minor": 0, "patch": 221}),
-    ("Cuda compilation tools, release 11.1, V11.1.105\nBuild cuda_11.1.TC455_06.29190527_0\n",
-     {"version": "11.1.105", "release": "11.1", "major": 11, "minor": 1, "patch": 105}),
+    (NVCC_13_0, "13.0.88"),
+    (NVCC_12_6, "12.6.68"),
+    ("Cuda compilation tools, release 11.0, V11.0.221\nBuild cuda_11.0_bu.TC445_37.28845127_0\n", "11.0.221"),
+    ("Cuda compilation tools, release 11.1, V11.1.105\nBuild cuda_11.1.TC455_06.29190527_0\n", "11.1.105"),
 ])
-def test_nvcc_version_b21_formats(text, expected):
-    assert nvcc_version(text) == expected
+def test_nvcc_version_b21_formats(tmp_path, text, expected):
+    facts = nvcc_facts(tmp_path, text)
+    assert (facts["version"], facts["version_error"]) == (expected, None)
 
 
-@pytest.mark.parametrize("text", ["", "nvcc fatal   : Unsupported gpu architecture 'compute_120a'", None])
-def test_nvcc_version_rejects_output_without_release_line(text):
-    with pytest.raises(AnsibleFilterError, match="release X.Y"):
-        nvcc_version(text)
+@pytest.mark.parametrize("text", ["", "nvcc fatal   : Unsupported gpu architecture 'compute_120a'"])
+def test_nvcc_version_rejects_output_without_release_line(tmp_path, text):
+    facts = nvcc_facts(tmp_path, text)
+    assert facts["version"] is None and "release X.Y" in facts["version_error"]
 
 
-def test_nvcc_gpu_arches_b04():
-    arches = nvcc_gpu_arches(LIST_ARCH_13_0)
+def test_nvcc_gpu_arches_b04(tmp_path):
+    arches = nvcc_facts(tmp_path / "13.0", NVCC_13_0, LIST_ARCH_13_0)["arch_list"]
     assert arches[0] == "compute_75"
     assert "compute_120" in arches and "compute_121" in arches
-    old = nvcc_gpu_arches(LIST_ARCH_12_6)
+    old = nvcc_facts(tmp_path / "12.6", NVCC_12_6, LIST_ARCH_12_6)["arch_list"]
     assert "compute_120" not in old
     assert old[-1] == "compute_90"
-    assert nvcc_gpu_arches("") == []
+    assert nvcc_facts(tmp_path / "none", NVCC_13_0, "")["arch_list"] == []
 
 
-def test_nvcc_gpu_arches_keeps_suffix_and_dedups():
-    assert nvcc_gpu_arches("compute_120a compute_120a\ncompute_100f") == ["compute_120a", "compute_100f"]
+def test_nvcc_gpu_arches_keeps_suffix_and_dedups(tmp_path):
+    assert nvcc_facts(tmp_path, NVCC_13_0, "compute_120a compute_120a\ncompute_100f")["arch_list"] == [
+        "compute_120a", "compute_100f"]
 
 
 # B14 fixtures
@@ -161,25 +173,3 @@ def test_torch_version_normalises_for_pin_comparison():
 def test_torch_version_rejects_non_pep440(bad):
     with pytest.raises(AnsibleFilterError):
         torch_version(bad)
-
-
-# B08 fixtures
-def test_cuda_release_mismatches_b08():
-    dists = {"nvidia-cuda-nvcc": "13.2.78", "nvidia-cuda-runtime": "13.0.96", "nvidia-nvvm": None}
-    assert cuda_release_mismatches(dists, "13.0") == [
-        {"name": "nvidia-cuda-nvcc", "version": "13.2.78", "expected": "13.0.*"},
-        {"name": "nvidia-nvvm", "version": None, "expected": "13.0.*"},
-    ]
-
-
-def test_cuda_release_mismatches_clean_set():
-    dists = {"nvidia-cuda-nvcc": "13.0.88", "nvidia-cuda-runtime": "13.0.96", "nvidia-cuda-cccl": "13.0.85",
-             "nvidia-cuda-crt": "13.0.88", "nvidia-nvvm": "13.0.88"}
-    assert cuda_release_mismatches(dists, "13.0") == []
-    # 13.0 must not be confused with 13.10 (string prefix trap)
-    assert cuda_release_mismatches({"nvidia-nvvm": "13.10.1"}, "13.1")[0]["version"] == "13.10.1"
-
-
-def test_cuda_release_mismatches_rejects_non_dict():
-    with pytest.raises(AnsibleFilterError):
-        cuda_release_mismatches(["nvidia-cuda-nvcc"], "13.0")

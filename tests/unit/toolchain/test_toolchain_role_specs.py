@@ -9,7 +9,9 @@ import sys
 import pytest
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
+import ansible_run
+
+ROOT = pathlib.Path(ansible_run.ROOT)
 ROLES = ("cuda_toolchain", "torch_nightly", "flashinfer")
 
 
@@ -47,15 +49,7 @@ def _playbook(tmp_path, role, role_vars):
 
 
 def _run(tmp_path, role, role_vars):
-    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
-    if not exe.exists():
-        pytest.skip("ansible-playbook is not next to this Python")
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / "collections"),
-               ANSIBLE_STDOUT_CALLBACK="default", ANSIBLE_FACT_CACHING="memory")
-    return subprocess.run([str(exe), "-i", "localhost,", "--check", "-e", "ansible_python_interpreter=" + sys.executable,
-                           str(_playbook(tmp_path, role, role_vars))],
-                          capture_output=True, text=True, cwd=str(ROOT), env=env, timeout=180, check=False)
+    return ansible_run.playbook(_playbook(tmp_path, role, role_vars), tmp_path, check=True, timeout=180)
 
 
 @pytest.mark.slow

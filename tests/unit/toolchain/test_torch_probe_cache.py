@@ -1,4 +1,4 @@
-"""torch_nightly reuses the probe kept in its install stamp only while the GPUs are the same (issue 19).
+"""torch_nightly reuses the probe kept in its install stamp only while the GPUs are the same.
 
 roles/torch_nightly/tasks/verify.yml run for real by ansible-playbook on localhost. The "venv" is this test's own
 interpreter, which has the CPU torch of requirements-dev (not the pin), so the real probe reports another version and
@@ -8,14 +8,12 @@ the probe ran. The stamp check (venv_stamp) is given as its registered result, `
 """
 
 import json
-import os
 import pathlib
-import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+import ansible_run
 
 PIN = "2.12.0.dev20260307+cu130"
 GPUS = [{"index": 0, "uuid": "GPU-40c1f441-ab03-10a2-d195-757df461a8b4", "pci_bus_id": "0000:00:06.0",
@@ -25,31 +23,21 @@ STAMPED_PROBE = {"version": PIN, "cuda": "13.0", "arch_list": ["sm_90", "sm_100"
 
 
 def play(tmp_path, identity, stamp):
-    exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
-    if not exe.exists():
-        pytest.skip("ansible-playbook is not next to this Python")
     try:
         import torch  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     except ImportError:
         pytest.skip("this interpreter has no torch: the real probe would not report one")
     venv = pathlib.Path(sys.executable).parent.parent   # read only: verify.yml changes nothing
-    playbook = [{"name": "verify", "hosts": "localhost", "connection": "local", "gather_facts": False,
-                 "vars": {"torch_nightly_version": PIN, "torch_nightly_venv": str(venv), "torch_nightly_extra_packages": [],
-                          "torch_nightly_python": sys.executable, "sglang_stack_gpu_identity": identity,
-                          "__torch_nightly_stamp": stamp},
-                 "tasks": [{"name": "validate", "ansible.builtin.include_role": {
-                     "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
-                     {"name": "verify", "ansible.builtin.include_role": {
-                         "name": "blackwell.sglang.torch_nightly", "tasks_from": "verify"}},
-                     {"name": "show", "ansible.builtin.debug": {"msg": "INSTALLED={{ torch_nightly_installed | to_json }}"}}]}]
-    path = tmp_path / "play.yml"
-    path.write_text(json.dumps(playbook))
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-               ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, "collections"), ANSIBLE_STDOUT_CALLBACK="default",
-               ANSIBLE_FACT_CACHING="memory",
-               ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-tmp"), ANSIBLE_REMOTE_TEMP=str(tmp_path / "ansible-tmp"))
-    argv = [str(exe), "-i", "localhost,", "-e", "ansible_python_interpreter=%s" % sys.executable, str(path)]
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300, check=False)
+    play_vars = {"sglang_stack_torch_version": PIN, "sglang_stack_venv": str(venv), "torch_nightly_extra_packages": [],
+                 "torch_nightly_python": sys.executable,
+                 "sglang_stack_gpu_identity": identity, "__torch_nightly_stamp": stamp}
+    tasks = [{"name": "validate", "ansible.builtin.include_role": {
+        "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
+        {"name": "verify", "ansible.builtin.include_role": {
+            "name": "blackwell.sglang.torch_nightly", "tasks_from": "verify"}},
+        {"name": "show", "ansible.builtin.debug": {"msg": "INSTALLED={{ torch_nightly_installed | to_json }}"}}]
+    return ansible_run.play(tmp_path, tasks, name="verify", vars=play_vars,
+                            env={"ANSIBLE_REMOTE_TEMP": str(tmp_path / "ansible-tmp")})
 
 
 def stamp(gpus):

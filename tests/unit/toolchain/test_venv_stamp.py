@@ -1,4 +1,4 @@
-"""Stamps of the no-op converge (issue 19): module_utils._venv_state with its reader run by this interpreter.
+"""Stamps of the no-op converge: module_utils._venv_state with its reader run by this interpreter.
 
 The "venv" is this test interpreter with a temporary site directory of real dist-info folders put first on
 PYTHONPATH; the reader reads them with importlib.metadata exactly as on a host. Every test that shows a skip also
@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.module_utils import _venv_state as vs
 
 
@@ -192,19 +193,11 @@ def test_reader_failure_is_explained():
         vs.read_state(lambda argv: (1, "", "boom"), "/opt/v/bin/python", PINS)
 
 
-MODULE = pathlib.Path(__file__).resolve().parents[3] / "plugins" / "modules" / "venv_stamp.py"
 LINKS = pathlib.Path(__file__).resolve().parents[3] / "roles" / "cuda_toolchain" / "files" / "cuda_dev_links.py"
 
 
 def _module(tmp_path, site, args):
-    # not `from conftest import`: which directory's conftest is the module `conftest` depends on the test order
-    # (pytest-xdist workers differ)
-    collections_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "collections")
-    path = tmp_path / "args.json"
-    path.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH="%s:%s" % (site, os.path.abspath(collections_dir)))
-    proc = subprocess.run([sys.executable, str(MODULE), str(path)], env=env, capture_output=True, text=True, timeout=120, check=False)
-    return json.loads(proc.stdout)
+    return ansible_run.module_file("venv_stamp", args, tmp_path, pythonpath=[site])
 
 
 def test_module_check_record_check(tmp_path, site):
@@ -279,7 +272,7 @@ def test_names_digest_a_partial_install_as_it_is(run, site):
 
 # digest="named" (the FlashInfer install stamp): FlashInfer's closure is checked strictly, but only the named
 # distributions (its pins and the protected ones) are digested, so sglang_source moving a shared dependency within
-# FlashInfer's specifiers is no miss on the first re-run (docs/benchmarks/noop-1host-20261201.md, Notes).
+# FlashInfer's specifiers is no miss on the first re-run.
 FI_PINS = ["demo-flashinfer-python==0.6.3"]
 FI_NAMES = ["demo-torch", "demo-torchvision"]
 FI_INPUTS = {"packages": FI_PINS, "index": "https://flashinfer.ai/whl"}
