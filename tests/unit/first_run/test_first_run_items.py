@@ -26,7 +26,8 @@ for path in (HERE.parent, HERE.parent / "bad_input"):       # the shared harness
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from _playbook_standins import PLAYBOOK, ansible_env, standin_playbook  # noqa: E402
+import ansible_run  # noqa: E402
+from _playbook_standins import PLAYBOOK, standin_playbook  # noqa: E402
 from harness import run_role  # noqa: E402
 
 SERVICE = {"sglang_service_model_path": "/srv/models/none", "sglang_service_python": "/nonexistent/venv/bin/python",
@@ -41,7 +42,7 @@ def _playbook(tmp_path, playbook, inventory, extra=None, check=False):
     argv = [PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(playbook)] + (["--check"] if check else [])
     if extra:
         argv += ["-e", json.dumps(extra)]
-    return subprocess.run(argv, cwd=str(tmp_path), env=ansible_env(), capture_output=True,
+    return subprocess.run(argv, cwd=str(tmp_path), env=ansible_run.env(tmp_path), capture_output=True,
                           text=True, timeout=300, check=False)
 
 

@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 import _playbook_standins as standins
+import ansible_run
 from conftest import ROOT
 
 PLAYBOOK = standins.PLAYBOOK
@@ -110,7 +111,7 @@ def _play(host, playbook, extra):
     tmp = host["tmp"]
     path = str(tmp / playbook.split(".", maxsplit=1)[0] / playbook)
     proc = subprocess.run([PLAYBOOK, "-i", str(tmp / "inventory.yml"), path, "-e", json.dumps(extra)], cwd=ROOT,
-                          env=standins.ansible_env(), capture_output=True, text=True, timeout=400, check=False)
+                          env=ansible_run.env(tmp), capture_output=True, text=True, timeout=400, check=False)
     out = proc.stdout + proc.stderr
     with open(str(tmp / "ansible.log"), "a") as log:
         log.write("==== %s %s\n%s\n" % (playbook, json.dumps(extra), out))
