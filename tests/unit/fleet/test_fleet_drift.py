@@ -98,6 +98,7 @@ def _fleet_hashes(tmp_path, units):
             "sglang_release_manifest_kernel_build_key": "", "sglang_release_manifest_kv_cache_dtype": "",
             "sglang_release_manifest_model_path": "", "sglang_release_manifest_model_revision": "",
             "sglang_release_manifest_model_verified": None, "sglang_release_manifest_probe": {},
+            "sglang_release_manifest_model_env": {},
             "_sglang_release_mf_venv": {}, "_sglang_release_mf_files": {"results": [{"stat": {"exists": True}}]},
             "_sglang_release_mf_unit": {"content": base64.b64encode(text.encode()).decode()} if text is not None else {}})
         tasks += [task, {"name": "keep " + case, "ansible.builtin.set_fact": {
