@@ -18,6 +18,16 @@ from __future__ import annotations
 
 import re
 
+# The SM12x family's kinds (field reports part 3) live in their own module; a copy of this file outside the
+# collection (sglang_monitoring's GPU metrics collector) runs without them.
+try:
+    from ansible_collections.blackwell.sglang.plugins.module_utils import _sm12x_journal
+except ImportError:
+    try:
+        from . import _sm12x_journal  # pylint: disable=import-self
+    except ImportError:
+        _sm12x_journal = None
+
 SPEC_REMEDY = ("retry without speculative decoding (sglang_service_speculative: {}) or with a smaller "
                "--speculative-num-draft-tokens, and keep --context-length at most the native limit minus the "
                "draft tokens")
@@ -354,6 +364,10 @@ def classify(lines, argv=None, context=None):
                 found[cause] = (prio, index, line, summary, remedy)
     extra = {}
     for cause, value in _kernel_findings(lines, context).items():
+        found[cause] = value[:5]
+        extra[cause] = value[5]
+    # SM12x family kinds (S-kinds, _sm12x_journal.findings): rules that need several lines or the hardware profile
+    for cause, value in (_sm12x_journal.findings(lines, context) if _sm12x_journal else {}).items():
         found[cause] = value[:5]
         extra[cause] = value[5]
     spec = _speculative(argv)
