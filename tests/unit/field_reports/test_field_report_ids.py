@@ -6,7 +6,7 @@ import re
 
 from conftest import ROOT
 
-ID_RE = re.compile(r"\b([BN]\d{2})\b")
+ID_RE = re.compile(r"\b([BNS]\d{2})\b")
 SCAN = ("plugins", "roles", "playbooks", "docs", "meta", "tests/unit")
 SUFFIXES = (".py", ".yml", ".yaml", ".j2", ".md", ".cfg", ".txt")
 
@@ -15,7 +15,7 @@ def doc_rows():
     rows = {}
     with open(os.path.join(ROOT, "docs", "field-reports.md")) as handle:
         for line in handle:
-            match = re.match(r"^\| (B\d\d|N\d\d|MIG) \| (.*)\|\s*$", line)
+            match = re.match(r"^\| (B\d\d|N\d\d|S\d\d|MIG) \| (.*)\|\s*$", line)
             if match:
                 rows[match.group(1)] = match.group(2)
     return rows
