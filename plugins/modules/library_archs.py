@@ -12,7 +12,7 @@ version_added: 0.2.0
 description:
   - Reads the C(RECORD) of each named distribution installed in a Python environment and runs
     C(cuobjdump --list-elf) and C(cuobjdump --list-ptx) on every ELF shared library it lists.
-  - Each library that holds device code must cover every target of O(target_archs) (module_utils/_cuobjdump.py):
+  - Each library that holds device code must cover every target of O(target_archs) (module_utils/_cuobjdump.py), by
     the cubin of exactly that arch (C(sm_121a) for compute capability 12.1), a family cubin of the same major
     (C(sm_120f) covers 12.0 and 12.1) or, unless O(allow_ptx) is false, PTX the driver JIT-compiles. C(sm_120a) never
     counts for 12.1 (field report S13). Host-only libraries are listed and skipped.
