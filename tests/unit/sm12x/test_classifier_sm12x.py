@@ -10,8 +10,11 @@ import os
 
 import pytest
 
-from conftest import FIXTURES
 from ansible_collections.blackwell.sglang.plugins.module_utils import _journal, _readiness
+
+# paths from this file (the module name conftest depends on the collection order)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
 with open(os.path.join(FIXTURES, "field_reports", "journal_cases_sm12x.json")) as _handle:
     CASES = json.load(_handle)

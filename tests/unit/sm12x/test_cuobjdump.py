@@ -14,7 +14,10 @@ import sys
 import pytest
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _cuobjdump
-from conftest import FIXTURES, ROOT
+
+# paths from this file (the module name conftest depends on the collection order)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
 RECORDED = os.path.join(FIXTURES, "gpu", "sgl_kernel_0307_sm120a", "cuobjdump-list-elf.txt")
 

@@ -8,9 +8,11 @@ import sys
 
 import pytest
 
-from conftest import ROOT
 from ansible_collections.blackwell.sglang.plugins.filter.hardware_profile import hardware_profile
 from ansible_collections.blackwell.sglang.plugins.filter.preflight_sm12x import preflight_sm12x
+
+# paths from this file (the module name conftest depends on the collection order)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 BIN = os.path.dirname(sys.executable)
 INVENTORIES = {"single": os.path.join(ROOT, "inventories", "dgx_spark", "single"),

@@ -15,12 +15,15 @@ import subprocess
 
 import pytest
 
-from conftest import FIXTURES
 from ansible_collections.blackwell.sglang.plugins.filter.hardware_profile import hardware_profile
 from ansible_collections.blackwell.sglang.plugins.filter.preflight import preflight_evaluate
 from ansible_collections.blackwell.sglang.plugins.filter.preflight_sm12x import preflight_sm12x
 from ansible_collections.blackwell.sglang.plugins.module_utils import _gpu
 from ansible_collections.blackwell.sglang.plugins.module_utils import _hardware_profile as hp
+
+# paths from this file (the module name conftest depends on the collection order)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
 SMI = os.path.join(FIXTURES, "nvidia_smi")
 MEMINFO = {"memory": {"mem_total_bytes": 127607296 * 1024, "mem_available_bytes": 98566144 * 1024}}

@@ -23,7 +23,10 @@ import sys
 import pytest
 import yaml
 
-from conftest import FIXTURES, ROOT
+# paths from this file (the module name conftest depends on the collection order)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(ROOT, "tests", "fixtures")
+
 
 PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 SMI = os.path.join(FIXTURES, "nvidia_smi")

@@ -11,8 +11,11 @@ import sys
 
 import pytest
 
-from conftest import COLLECTIONS, ROOT
 from ansible_collections.blackwell.sglang.plugins.filter.sglang_service import sglang_service_args
+
+# paths from this file (the module name conftest depends on the collection order)
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+COLLECTIONS = os.path.join(ROOT, "collections")
 
 MODULES = os.path.join(ROOT, "plugins", "modules")
 
