@@ -76,9 +76,10 @@ def check_nvcc_targets(tool, target_archs):
     need = ["compute_%s" % a[3:].rstrip("af") for a in target_archs or []]
     missing = [n for n in need if n not in listed]
     if missing:
-        return _check(name, "fail", "%s (CUDA %s) cannot target %s: builds stop with \"nvcc fatal : Unsupported gpu "
-                      "architecture\" (it lists %s)" % (nvcc.get("nvcc"), nvcc.get("version"), ", ".join(missing),
-                                                       " ".join(sorted(listed)) or "nothing"),
+        listing = " ".join(sorted(listed)) or "nothing"
+        message = ("%s (CUDA %s) cannot target %s: builds stop with \"nvcc fatal : Unsupported gpu architecture\" "
+                   "(it lists %s)" % (nvcc.get("nvcc"), nvcc.get("version"), ", ".join(missing), listing))
+        return _check(name, "fail", message,
                       "install CUDA >= 12.9 (sm_121 needs 12.9; CUDA 13 has both) and set cuda_toolchain_home to it")
     return _check(name, "pass", "%s lists %s" % (nvcc.get("nvcc"), ", ".join(need)))
 

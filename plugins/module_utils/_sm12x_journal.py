@@ -76,7 +76,7 @@ def findings(lines, context=None):
     :returns: dict cause -> ``(priority, index, line, summary, remedy, extra)``.
     """
     found = {}
-    text_has = lambda rx: any(rx.search(line) for line in lines)  # noqa: E731 - one-line predicate
+    oom_killer = any(_OOM_KILLER_RE.search(line) for line in lines)
     uma = unified_memory(context)
     target = _target_for(context)
     for index, line in enumerate(lines):
@@ -102,7 +102,7 @@ def findings(lines, context=None):
                 "run with SGLANG_ENABLE_JIT_DEEPGEMM=0 (the preflight renders it on compute capability 12.x; "
                 "preflight_sm12x_deepgemm_off)", {})
         if _KILLED_9_RE.search(line) and _SCHEDULER_RE.search(line):
-            if text_has(_OOM_KILLER_RE):
+            if oom_killer:
                 oom = next(i for i, ln in enumerate(lines) if _OOM_KILLER_RE.search(ln))
                 if uma:
                     found["gb10_oom_killed"] = (

@@ -58,9 +58,11 @@ attributes:
     description: Read-only; runs the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is no diff.
   platform:
     support: full
     platforms: posix
+    description: Linux hosts (ELF libraries, the CUDA toolkit's cuobjdump).
 notes:
   - The interpreter is run once to print its C(sys.path); nothing is imported.
 """

@@ -12,7 +12,8 @@
 Original pin (d28f35240a, sgl-kernel 0.3.21): CMake must get through configure and generate (build.ninja), with
 every source offline (FETCHCONTENT_FULLY_DISCONNECTED=ON) and, with `sm120_only`, no gencode but sm_120a.
 Current pin (d55f1c28e2, sglang-kernel 0.4.6.post1), configured for the targets [sm_120a, sm_121a] (the SM12x
-family: upstream compiles sm_121a only on aarch64 build hosts, the sm120_only patch adds it here): the bundle holds FlashMLA 9804b120 but the pin needs 05e26647,
+family: upstream compiles sm_121a only on aarch64 build hosts, the sm120_only patch adds it here): the bundle holds
+FlashMLA 9804b120 but the pin needs 05e26647,
 so the role must refuse before building, naming exactly triton, sgl-attn (missing) and FlashMLA (another revision);
 with all three allowed as placeholders, CMake must stop in cmake/flashmla.cmake (the FlashMLA tree is empty) and
 nowhere else.

@@ -12,9 +12,11 @@ NET = ["lo", "enP7s7", "enp1s0f0np0", "enp1s0f1np1", "enP2p1s0f0np0", "enP2p1s0f
 GOOD = {"NCCL_SOCKET_IFNAME": "enp1s0f0np0", "NCCL_IB_HCA": "rocep1s0f0,roceP2p1s0f0"}
 
 
-def fabric(env, nnodes=2, rdma=RDMA, net=NET, gpu=GB10):
-    result = preflight_sm12x(gpu, {}, {}, {"fallback_capability": "12.1", "nccl_env": env, "nnodes": nnodes,
-                                          "rdma_devices": rdma, "net_interfaces": net})
+def fabric(env, nnodes=2, rdma="host", net="host"):
+    """The nccl_fabric check on a GB10 node; ``"host"`` = the Spark's devices above, None = sysfs not read."""
+    config = {"fallback_capability": "12.1", "nccl_env": env, "nnodes": nnodes,
+              "rdma_devices": RDMA if rdma == "host" else rdma, "net_interfaces": NET if net == "host" else net}
+    result = preflight_sm12x(GB10, {}, {}, config)
     return dict((c["name"], c) for c in result["checks"])["nccl_fabric"]
 
 

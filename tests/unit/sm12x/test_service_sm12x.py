@@ -49,8 +49,8 @@ SMALL = {"hidden_size": 512, "num_attention_heads": 16, "head_dim": 32, "model_t
     ({"model_type": "x"}, None),
 ])
 def test_checkpoint_facts_read_head_dim(tmp_path, config, expect):
-    result = run_module("sglang_checkpoint_facts", {"model_path": checkpoint(tmp_path, config),
-                                                     "compute_capability": "12.1"}, tmp_path)
+    args = {"model_path": checkpoint(tmp_path, config), "compute_capability": "12.1"}
+    result = run_module("sglang_checkpoint_facts", args, tmp_path)
     assert not result.get("failed"), result
     assert result["checkpoint"]["head_dim"] == expect
 
