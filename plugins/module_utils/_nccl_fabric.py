@@ -47,7 +47,7 @@ def is_roce(device):
 def check_fabric(env, nnodes=1, unified_memory=False, rdma_devices=None, net_interfaces=None):
     """Check the service's NCCL settings for a multi-node server.
 
-    :param env: the NCCL settings the service gets (``sglang_stack_service_nccl_env``), name -> value.
+    :param env: the NCCL settings the service gets (``sglang_service_nccl_env``), name -> value.
     :param nnodes: nodes of the server (1: single node; only the GID rule applies).
     :param unified_memory: the host's profile is unified memory (GB10: the one-cable, two-device rule applies).
     :param rdma_devices: names under ``/sys/class/infiniband`` (None: not read; the existence rules are skipped).
@@ -63,7 +63,7 @@ def check_fabric(env, nnodes=1, unified_memory=False, rdma_devices=None, net_int
         if env["NCCL_IB_GID_INDEX"].strip() == "":
             fails.append("nccl_gid_index_empty: NCCL_IB_GID_INDEX is set but empty, which NCCL reads as 0, the fe80 "
                          "link-local GID: the TP handshake hangs or fails with 'unhandled system error'")
-            remedies.append("remove NCCL_IB_GID_INDEX from sglang_stack_service_nccl_env (current NCCL picks the "
+            remedies.append("remove NCCL_IB_GID_INDEX from sglang_service_nccl_env (current NCCL picks the "
                             "RoCEv2 GID itself); never render it empty")
         else:
             warns.append("nccl_gid_index_fixed: NCCL_IB_GID_INDEX=%s is fixed, but the RoCEv2 GID index differs per "
@@ -74,7 +74,7 @@ def check_fabric(env, nnodes=1, unified_memory=False, rdma_devices=None, net_int
         if not ifname.strip():
             warns.append("NCCL_SOCKET_IFNAME is not set for a %d-node server: NCCL may bootstrap over another "
                          "interface (docker0, Wi-Fi)" % int(nnodes))
-            remedies.append("set NCCL_SOCKET_IFNAME in sglang_stack_service_nccl_env to the interface of the fast link")
+            remedies.append("set NCCL_SOCKET_IFNAME in sglang_service_nccl_env to the interface of the fast link")
         elif net_interfaces is not None:
             exclude, names = _entries(ifname)
             missing = [n for n, exact in names if not _matches(n, exact, net_interfaces)]
@@ -103,7 +103,7 @@ def check_fabric(env, nnodes=1, unified_memory=False, rdma_devices=None, net_int
         elif unified_memory and len(roce_here) >= 2:
             warns.append("NCCL_IB_HCA is not set; this host has the RoCE devices %s (one cable = two devices on a "
                          "DGX Spark)" % ", ".join(roce_here))
-            remedies.append("set NCCL_IB_HCA=%s in sglang_stack_service_nccl_env" % ",".join(roce_here))
+            remedies.append("set NCCL_IB_HCA=%s in sglang_service_nccl_env" % ",".join(roce_here))
         notes.append("%d nodes; NCCL_SOCKET_IFNAME=%s NCCL_IB_HCA=%s" % (
             int(nnodes), ifname or "-", hca or "-"))
     if fails:

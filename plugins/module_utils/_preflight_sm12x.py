@@ -16,11 +16,14 @@ Checks (names as in ``preflight_checks``):
 * ``torch_arch_profile`` -- torch's arch list covers every capability of the fleet (B14 for the whole fleet);
 * ``nccl_fabric`` -- the multi-node NCCL settings against the host (``_nccl_fabric``, S02/S04);
 * ``nccl_smoke_size`` -- only when the smoke test's size was capped on unified memory (S04);
-* ``sm12x_service_env`` -- what the profile adds to the service environment (S16, S21).
+* ``sm12x_service_env`` -- what the profile adds to the service environment (S16, S21);
+* ``aarch64_dependencies`` -- on an aarch64 host, the route of each dependency (``_aarch64_deps``: wheel, another
+  index, build, replacement, omitted) and a warning naming those without an aarch64 wheel (S09, S11).
 """
 
 from __future__ import annotations
 
+from ansible_collections.blackwell.sglang.plugins.module_utils import _aarch64_deps
 from ansible_collections.blackwell.sglang.plugins.module_utils import _cuobjdump
 from ansible_collections.blackwell.sglang.plugins.module_utils import _hardware_profile as hp
 from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import arch_coverage
@@ -37,6 +40,8 @@ DEFAULT_CONFIG = {
     "net_interfaces": None,
     "smoke_size_mb": 64,
     "deepgemm_off": True,
+    "architecture": None,
+    "glibc": None,
 }
 
 
@@ -116,11 +121,12 @@ def evaluate(gpu, tool, host, config):
     :param config: overrides of :data:`DEFAULT_CONFIG`: ``fallback_capability`` (this host's
         ``sglang_stack_compute_capability``), ``require_gpu``, ``fleet_capabilities`` (list; None = this host's),
         ``target_archs`` (the resolved ``sglang_stack_target_archs``; None = the fleet profile's), ``nccl_env``
-        (``sglang_stack_service_nccl_env``), ``nnodes``, ``rdma_devices`` / ``net_interfaces`` (names under
-        ``/sys/class/infiniband`` and ``/sys/class/net``; None = not read), ``smoke_size_mb``, ``deepgemm_off``.
+        (``sglang_service_nccl_env``), ``nnodes``, ``rdma_devices`` / ``net_interfaces`` (names under
+        ``/sys/class/infiniband`` and ``/sys/class/net``; None = not read), ``smoke_size_mb``, ``deepgemm_off``,
+        ``architecture`` / ``glibc`` (``ansible_facts``; None = not known, the aarch64 check then passes).
     :returns: dict ``host`` (``_hardware_profile.host_capabilities``), ``profile`` (the fleet's profile),
         ``checks`` (list of check dicts), ``service_env`` and ``env_reasons`` (S16/S21), ``smoke`` (the NCCL smoke
-        test's size on this host).
+        test's size on this host), ``aarch64_plan`` (the dependency routes on aarch64; [] elsewhere).
     """
     cfg = dict(DEFAULT_CONFIG)
     cfg.update(dict((k, v) for k, v in (config or {}).items() if v is not None))
@@ -141,8 +147,11 @@ def evaluate(gpu, tool, host, config):
     ]
     if smoke["capped"]:
         checks.append(_check("nccl_smoke_size", "warn", smoke["message"]))
+    deps = _aarch64_deps.check(cfg["architecture"], cfg["glibc"], mine["capabilities"])
+    checks.append(_check(deps["name"], deps["status"], deps["message"], deps["remedy"]))
     checks.append(_check("sm12x_service_env", "pass", "the service gets %s" % (
         "; ".join("%s=%s (%s)" % (k, env["env"][k], env["reasons"][k]) for k in sorted(env["env"]))
         if env["env"] else "nothing from the SM12x profile")))
     return {"host": mine, "profile": fleet, "target_archs": targets, "checks": checks, "service_env": env["env"],
-            "env_reasons": env["reasons"], "smoke": smoke}
+            "env_reasons": env["reasons"], "smoke": smoke,
+            "aarch64_plan": deps["plan"]}

@@ -69,7 +69,7 @@ def test_spark_pair():
         assert hv["sglang_stack_service_multinode_group"] == "spark_pair"
         assert hv["sglang_stack_service_tp_size"] == 2
         assert hv["sglang_stack_compute_capability"] == "12.1"     # the links to the single Spark's group_vars
-        env = hv["sglang_stack_service_nccl_env"]
+        env = hv["sglang_service_nccl_env"]
         assert "NCCL_IB_GID_INDEX" not in env                       # S02: never rendered, never empty
         # the preflight's check against a Spark's devices (one QSFP cable = two RDMA devices, F-S04)
         gb10 = {"gpu_count": 1, "gpus": [{"index": 0, "name": "NVIDIA GB10", "compute_cap": "12.1",
