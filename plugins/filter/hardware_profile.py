@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: hardware_profile
 short_description: The SM12x hardware profile (target archs, TORCH_CUDA_ARCH_LIST, unified memory) of a fleet
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - One rule from compute capabilities to everything that follows them (module_utils/_hardware_profile.py).
     C(12.0) -> C(sm_120a) (RTX PRO 6000 / RTX 5090), C(12.1) -> C(sm_121a) (DGX Spark GB10, unified memory), both for

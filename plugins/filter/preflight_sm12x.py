@@ -7,7 +7,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: preflight_sm12x
 short_description: The SM12x hardware profile of a host and its fleet, with its preflight checks
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Runs the checks of C(plugins/module_utils/_preflight_sm12x.py) on the controller (C(gpu_family),
     C(kernel_target_archs), C(nvcc_target_archs), C(torch_arch_profile), C(nccl_fabric), C(nccl_smoke_size),

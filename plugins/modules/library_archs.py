@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 module: library_archs
 short_description: Check that every library of a distribution holds device code for every target GPU arch
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads the C(RECORD) of each named distribution installed in a Python environment and runs
     C(cuobjdump --list-elf) and C(cuobjdump --list-ptx) on every ELF shared library it lists.
