@@ -224,11 +224,25 @@ def scan_tensor_names(names):
     return {"k_scale": k, "v_scale": v, "kv_scale": kv, "has_kv_scales": bool((k and v) or kv)}
 
 
+def head_dim(config):
+    """The attention head dimension of a ``config.json`` dict: ``head_dim``, else ``hidden_size /
+    num_attention_heads`` (top level, then ``text_config``); None when neither can be read."""
+    for section in (config, config.get("text_config") if isinstance(config.get("text_config"), dict) else {}):
+        value = section.get("head_dim")
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+        hidden, heads = section.get("hidden_size"), section.get("num_attention_heads")
+        if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 and hidden > 0:
+            return hidden // heads
+    return None
+
+
 def checkpoint_facts(model_dir):
     """Inspect a local Hugging Face checkpoint directory.
 
     :param model_dir: directory holding ``config.json`` and the safetensors shards.
-    :returns: dict ``model_path``, ``model_type``, ``architectures``, ``torch_dtype``, ``quant_method``,
+    :returns: dict ``model_path``, ``model_type``, ``architectures``, ``head_dim`` (:func:`head_dim`),
+        ``torch_dtype``, ``quant_method``,
         ``quant_algo``, ``kv_cache_quant_algo``, ``quant_config_source``, ``has_kv_scales`` (bool),
         ``kv_scale_tensors`` ({k_scale, v_scale, kv_scale}), ``num_shards``, ``total_bytes`` (bytes: the index's
         ``metadata.total_size`` = tensor bytes when present, else the sum of shard file sizes),
@@ -313,6 +327,7 @@ def checkpoint_facts(model_dir):
         "model_path": model_dir,
         "model_type": config.get("model_type"),
         "architectures": config.get("architectures") or [],
+        "head_dim": head_dim(config),
         "torch_dtype": config.get("torch_dtype") or config.get("dtype") or text_config.get("torch_dtype"),
         "quant_method": quant["quant_method"],
         "quant_algo": quant["quant_algo"],

@@ -58,18 +58,20 @@ def arch_coverage(arch_list, compute_cap):
     Rules (CUDA binary compatibility):
 
     * ``sm_XY`` SASS runs on capability X.Y and on later minors of the same major (X.Z, Z >= Y); the
-      arch-specific ``sm_XYa`` runs only on exactly X.Y.
+      arch-specific ``sm_XYa`` runs only on exactly X.Y (``sm_120a`` never covers 12.1); the family-specific
+      ``sm_XYf`` (CUDA >= 12.9) runs on X.Y and on later minors of the same major (kind ``family``).
     * ``compute_XY`` PTX is JIT-compiled by the driver for any capability >= X.Y (slow first start, and no
-      arch-specific ``a`` features such as FP4 MMA) -- accepted with a warning.
+      arch-specific ``a`` features such as FP4 MMA) -- accepted with a warning; ``compute_XYa`` PTX only for
+      exactly X.Y and ``compute_XYf`` for the same major.
 
     :param arch_list: e.g. ``torch.cuda.get_arch_list()`` -> ``['sm_80', 'sm_90', 'sm_120', 'compute_120']``.
     :param compute_cap: ``"12.0"`` and the other spellings :func:`compute_cap_tuple` accepts.
     :returns: dict ``covered`` (bool), ``via`` (the entry that covers it or None), ``kind`` ("exact", "sass",
-        "ptx" or None), ``compute_cap`` ("12.0"), ``warning`` (str or None), ``message`` (str).
+        "family", "ptx" or None), ``compute_cap`` ("12.0"), ``warning`` (str or None), ``message`` (str).
     """
     major, minor = compute_cap_tuple(compute_cap)
     cap = "%d.%d" % (major, minor)
-    sass_same_major, ptx = [], []
+    sass_same_major, family, ptx = [], [], []
     for entry in arch_list or []:
         match = _ARCH_RE.match(str(entry).strip())
         if not match:
@@ -77,17 +79,29 @@ def arch_coverage(arch_list, compute_cap):
         kind, digits, suffix = match.groups()
         amaj, amin = int(digits[:-1]), int(digits[-1])
         if kind == "sm":
-            if (amaj, amin) == (major, minor):
+            if (amaj, amin) == (major, minor) and suffix != "f":
                 return {"covered": True, "via": entry, "kind": "exact", "compute_cap": cap, "warning": None,
                         "message": "%s has SASS for compute capability %s" % (entry, cap)}
             if not suffix and amaj == major and amin < minor:
                 sass_same_major.append((amin, entry))
+            elif suffix == "f" and amaj == major and amin <= minor:
+                family.append((amin, entry))
+        elif suffix == "a":
+            if (amaj, amin) == (major, minor):
+                ptx.append(((amaj, amin), entry))
+        elif suffix == "f":
+            if amaj == major and amin <= minor:
+                ptx.append(((amaj, amin), entry))
         elif (amaj, amin) <= (major, minor):
             ptx.append(((amaj, amin), entry))
     if sass_same_major:
         entry = max(sass_same_major)[1]
         return {"covered": True, "via": entry, "kind": "sass", "compute_cap": cap, "warning": None,
                 "message": "%s SASS is binary-compatible with compute capability %s" % (entry, cap)}
+    if family:
+        entry = max(family)[1]
+        return {"covered": True, "via": entry, "kind": "family", "compute_cap": cap, "warning": None,
+                "message": "%s family SASS runs on compute capability %s" % (entry, cap)}
     if ptx:
         entry = max(ptx)[1]
         warning = ("only PTX (%s) covers compute capability %s: the driver JIT-compiles it on first use and "

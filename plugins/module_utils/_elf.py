@@ -20,11 +20,15 @@ Errors: :class:`ElfError` names the file and what could not be read (not ELF, tr
 
 from __future__ import annotations
 
+import csv
 import fnmatch
 import glob
 import mmap
 import os
+import re
 import struct
+
+from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
 
 SHT_DYNAMIC = 6
 SHT_DYNSYM = 11
@@ -303,3 +307,39 @@ def package_library_dirs(site_dirs):
         out += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib")))
         out += sorted(glob.glob(os.path.join(site, "nvidia", "*", "lib64")))
     return [d for d in out if os.path.isdir(d)]
+
+
+def find_distributions(site_dirs, names):
+    """``{name: (site_dir, dist_info_dir, version)}`` for the distributions of ``names`` installed under
+    ``site_dirs`` (the first site directory that has one wins; names compare by PEP 503, :func:`_venv_metadata.canonicalize_name`)."""
+    wanted = dict((canonicalize_name(n), n) for n in names)
+    out = {}
+    for site in site_dirs:
+        try:
+            entries = os.listdir(site)
+        except OSError:
+            continue
+        for entry in sorted(entries):
+            if not entry.endswith(".dist-info"):
+                continue
+            stem = entry[:-len(".dist-info")]
+            dist, _sep, version = stem.partition("-")
+            name = wanted.get(canonicalize_name(dist))
+            if name and name not in out:
+                out[name] = (site, os.path.join(site, entry), version)
+    return out
+
+
+def record_libraries(site, dist_info):
+    """Absolute paths of the ELF shared libraries (``*.so``, ``*.so.N``) the distribution's RECORD lists."""
+    record = os.path.join(dist_info, "RECORD")
+    with open(record, newline="", encoding="utf-8", errors="replace") as fh:
+        rows = list(csv.reader(fh))
+    out = []
+    for row in rows:
+        if not row:
+            continue
+        path = os.path.normpath(os.path.join(site, row[0]))
+        if re.search(r"\.so(\.[0-9]+)*$", path) and is_elf(path):
+            out.append(path)
+    return sorted(set(out))

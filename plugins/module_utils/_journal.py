@@ -24,6 +24,16 @@ from __future__ import annotations
 
 import re
 
+# The SM12x family's kinds (field reports part 3) live in their own module; a copy of this file outside the
+# collection (sglang_monitoring's GPU metrics collector) runs without them.
+try:
+    from ansible_collections.blackwell.sglang.plugins.module_utils import _sm12x_journal
+except ImportError:
+    try:
+        from . import _sm12x_journal  # pylint: disable=import-self
+    except ImportError:
+        _sm12x_journal = None
+
 SPEC_REMEDY = ("retry without speculative decoding (sglang_service_speculative: {}) or with a smaller "
                "--speculative-num-draft-tokens, and keep --context-length at most the native limit minus the "
                "draft tokens")
@@ -408,6 +418,10 @@ def classify(lines, argv=None, context=None):
         extra[cause] = value[5]
     if "pdl_graph_capture_sm120" in found and not any(_CAPTURE.search(line) for line in lines):
         found.pop("pdl_graph_capture_sm120")       # the PDL verdict needs a capture; elsewhere it is another bug
+    # SM12x family kinds (S-kinds, _sm12x_journal.findings): rules that need several lines or the hardware profile
+    for cause, value in (_sm12x_journal.findings(lines, context) if _sm12x_journal else {}).items():
+        found[cause] = value[:5]
+        extra[cause] = value[5]
     spec = _speculative(argv)
     if "illegal_memory_access" in found and spec:
         prio, index, line, _s, _r = found.pop("illegal_memory_access")

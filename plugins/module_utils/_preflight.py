@@ -25,6 +25,7 @@ import re
 from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import GIB, build_parallelism
 from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import apt_repository, arch_coverage
 from ansible_collections.blackwell.sglang.plugins.module_utils._gpu import P2P_LEGEND, TOPO_LEGEND, driver_supports_cuda
+from ansible_collections.blackwell.sglang.plugins.module_utils._hardware_profile import is_unified_memory, uma_mem_fraction
 from ansible_collections.blackwell.sglang.plugins.module_utils._versions import major_minor, parse_torch_version
 
 PASS, WARN, FAIL, SKIP = "pass", "warn", "fail", "skip"
@@ -897,7 +898,8 @@ def check_triton_install(tool, cfg):
 
 
 def _is_gb10(gpu_entry):
-    return "GB10" in str(gpu_entry.get("name") or "") or _cc_tuple(gpu_entry.get("compute_cap")) == (12, 1)
+    # the hardware profile's unified-memory rule: cc 12.1, a GB10 name, or memory reported as [N/A]
+    return is_unified_memory(gpu_entry)
 
 
 def check_gb10_memory(gpu, host, cfg, args):
@@ -911,9 +913,7 @@ def check_gb10_memory(gpu, host, cfg, args):
     if not total or avail is None:
         return check(name, FAIL, "GB10 unified memory: /proc/meminfo MemTotal/MemAvailable unreadable; the GPU "
                      "reports memory as [N/A], so the fraction cannot be sized", "check /proc/meminfo")
-    headroom = float(cfg["gb10_headroom_gib"]) * GIB
-    budget = avail - headroom
-    suggested = int(max(0.0, budget / float(total)) * 100) / 100.0
+    suggested, budget = uma_mem_fraction(total, avail, cfg["gb10_headroom_gib"])
     fraction = cfg.get("service_mem_fraction_static")
     detail = ("MemTotal %.1f GiB, MemAvailable %.1f GiB, headroom %.0f GiB (OS, page cache, JIT peaks share the "
               "pool): at most %.2f" % (total / float(GIB), avail / float(GIB), cfg["gb10_headroom_gib"], suggested))

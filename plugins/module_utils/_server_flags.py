@@ -213,12 +213,32 @@ def _fmt_number(value):
     return str(value)
 
 
+# FlashInfer prefill has no kernel for head dims below this, and SGLang's automatic choice picks FlashInfer anyway:
+# the scheduler aborts with -9, which reads like an OOM kill (field report S19).
+SMALL_HEAD_DIM = 64
+
+
+def attention_backend_for(settings):
+    """``--attention-backend``: the operator's choice when set (also through ``extra_args``, which then render it);
+    otherwise ``triton`` for a checkpoint whose ``head_dim`` is below :data:`SMALL_HEAD_DIM` (S19), else None
+    (SGLang chooses)."""
+    chosen = settings.get("attention_backend")
+    if chosen:
+        return chosen
+    extra = [str(t).split("=", 1)[0] for t in settings.get("extra_args") or []]
+    head_dim = settings.get("head_dim")
+    if "--attention-backend" in extra or head_dim in (None, ""):
+        return None
+    return "triton" if int(head_dim) < SMALL_HEAD_DIM else None
+
+
 def render_server_args(settings):
     """Render the launch_server argv from the role's settings.
 
     :param settings: dict with keys ``model_path`` (required), ``served_model_name``, ``host``, ``port``,
         ``tp_size``, ``mem_fraction_static`` (0 < x < 1, None = SGLang's automatic value), ``context_length``
-        (tokens, None = model default), ``enable_metrics`` (bool), ``attention_backend``, ``fp4_gemm_backend``,
+        (tokens, None = model default), ``enable_metrics`` (bool), ``attention_backend`` (empty: ``triton`` when
+        ``head_dim``, the checkpoint's, is below 64, S19), ``fp4_gemm_backend``,
         ``moe_runner_backend``, ``kv_cache_dtype``, ``extra_args`` (list of tokens appended
         verbatim, e.g. ``preflight_service_args``), and for a server over several hosts ``nnodes`` (rendered only
         when > 1), ``node_rank`` (0..nnodes-1) and ``dist_init_addr`` (rank 0's ``host:port``);
@@ -276,7 +296,7 @@ def render_server_args(settings):
         add("--nnodes", nnodes)
         add("--node-rank", rank)
         add("--dist-init-addr", settings.get("dist_init_addr"))
-    add("--attention-backend", settings.get("attention_backend"))
+    add("--attention-backend", attention_backend_for(settings))
     add("--fp4-gemm-backend", settings.get("fp4_gemm_backend"))
     add("--moe-runner-backend", settings.get("moe_runner_backend"))
     add("--kv-cache-dtype", settings.get("kv_cache_dtype"))

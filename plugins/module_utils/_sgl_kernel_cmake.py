@@ -347,7 +347,9 @@ class _Interp(object):
         nxt = self._peek()
         if nxt is not None and not nxt[1] and nxt[0] in _BINARY:
             op = self._next()[0]
-            rhs = self._value(self._next())
+            rhs_tok = self._next()
+            self._list_name = rhs_tok[0]  # IN_LIST names a variable (its value is the list)
+            rhs = self._value(rhs_tok)
             lhs = self._value(tok)
             if op.startswith("VERSION_"):
                 c = _vcmp(lhs, rhs)
@@ -361,7 +363,7 @@ class _Interp(object):
                 except re.error:
                     return True
             if op == "IN_LIST":
-                return lhs in (self.get(tok[0]) or "").split(";")
+                return lhs in (self.get(self._list_name) or "").split(";")
             try:
                 a, b = float(lhs), float(rhs)
             except ValueError:

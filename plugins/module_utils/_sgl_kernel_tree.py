@@ -289,18 +289,62 @@ def _flag_lists(cmds, var="SGL_KERNEL_CUDA_FLAGS"):
     return out
 
 
+def _gencode(arch):
+    """``sm_121a`` -> ``-gencode=arch=compute_121a,code=sm_121a``."""
+    return "-gencode=arch=compute_%s,code=%s" % (arch[3:], arch)
+
+
+def _in_family(code):
+    """A gencode of the SM12x family (sm_120a, sm_121a, sm_120f): an extension compiling for one of them is meant to
+    run on the family, so it gets every target of the family and loses the rest."""
+    return re.match(r"^sm_12[0-9][af]?$", code) is not None
+
+
+def _host_dependent(cmd):
+    """The command only runs on some build hosts: upstream adds sm_121a (and sm_110a, sm_101a, sm_87) only inside
+    ``if (CMAKE_SYSTEM_PROCESSOR STREQUAL "aarch64")``, so an x86_64 host never compiles it."""
+    return any("SYSTEM_PROCESSOR" in cond.upper() for cond in cmd.conditions)
+
+
+def _block_end(cmds, cmd):
+    """Offset just past the ``endif()`` that closes the outermost ``if()`` around ``cmd`` (its end when top-level)."""
+    depth = len(cmd.conditions)
+    if depth == 0:
+        return cmd.end
+    started = False
+    for c in cmds:
+        if c is cmd:
+            started = True
+            continue
+        if not started:
+            continue
+        if c.name == "if":
+            depth += 1
+        elif c.name == "endif":
+            depth -= 1
+            if depth == 0:
+                return c.end
+    return cmd.end
+
+
+def _missing_targets(var_cmds, target_archs):
+    """Targets a flag list does not compile on every build host: absent, or only under a processor condition."""
+    everywhere = cm.gencodes_in([c.raw_args for c in var_cmds if not _host_dependent(c)])
+    return [a for a in target_archs if a not in everywhere]
+
+
 def patch_sm120_only(f, target_archs=("sm_120a",)):
     cmds = cm.scan(f.text)
     lists = _flag_lists(cmds)
     all_codes = cm.gencodes_in([c.raw_args for c in lists])
-    missing = [a for a in target_archs if a not in all_codes]
-    if missing:
+    if not any(code in target_archs or _in_family(code) for code in all_codes):
         raise PatchError("sm120_only", f.rel, "-gencode=arch=compute_%s,code=%s in SGL_KERNEL_CUDA_FLAGS"
-                         % (missing[0][3:], missing[0]),
-                         "the tree does not compile for the target; refusing to drop the other gencodes")
-    # every other per-extension flag list (e.g. INFLLM_FLASH_CUDA_FLAGS from 2026-08) that also compiles for a
-    # target: its off-target gencodes go too (a list with no target gencode is left alone: see the includes below)
-    by_var = {}
+                         % (target_archs[0][3:], target_archs[0]),
+                         "the tree compiles for no SM12x arch; refusing to drop the other gencodes")
+    # every other per-extension flag list (e.g. INFLLM_FLASH_CUDA_FLAGS from 2026-08) that also compiles for the
+    # family: its off-target gencodes go too and its missing targets are added (a list with no family gencode is
+    # left alone: see the includes below)
+    by_var = {"SGL_KERNEL_CUDA_FLAGS": lists}
     for c in cmds:
         w = c.words
         if "-gencode" not in c.raw_args or not w:
@@ -310,11 +354,36 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
         elif (c.name == "list" and len(w) >= 2 and w[0].upper() in ("APPEND", "PREPEND")
               and w[1] != "SGL_KERNEL_CUDA_FLAGS"):
             by_var.setdefault(w[1], []).append(c)
-    for var_cmds in by_var.values():
-        if any(code in target_archs for code in cm.gencodes_in([c.raw_args for c in var_cmds])):
-            lists = lists + var_cmds
+    on_target = {}
+    for var, var_cmds in by_var.items():
+        codes = cm.gencodes_in([c.raw_args for c in var_cmds])
+        if var == "SGL_KERNEL_CUDA_FLAGS" or any(code in target_archs or _in_family(code) for code in codes):
+            on_target[var] = var_cmds
+    lists = [c for var_cmds in on_target.values() for c in var_cmds]
     edits = []
     dropped = []
+    added = []
+    # targets the tree lacks on this build host: appended once after the list's last change, guarded by IN_LIST so
+    # that a host where upstream adds them already (aarch64) does not compile them twice
+    for var, var_cmds in sorted(on_target.items()):
+        missing = _missing_targets(var_cmds, target_archs)
+        if not missing:
+            continue
+        modifiers = [c for c in cmds if (c.name == "set" and c.words and c.words[0] == var)
+                     or (c.name == "list" and len(c.words) >= 2 and c.words[1] == var)]
+        last = max(modifiers or var_cmds, key=lambda c: c.start)
+        end = _block_end(cmds, last)
+        le = cm.line_bounds(f.text, end - 1, end)[1]
+        ind = cm.indent_at(f.text, cmds[0].start) if cmds else ""
+        block = ["%s# >>> %s: sm120_only (every target arch on any build host: upstream compiles %s only on "
+                 "some build hosts or not at all)\n" % (ind, MARK, ", ".join(missing))]
+        for arch in missing:
+            block.append('%sif(NOT "%s" IN_LIST %s)\n%s  list(APPEND %s "%s")\n%sendif()\n'
+                         % (ind, _gencode(arch), var, ind, var, _gencode(arch), ind))
+        block.append("%s# <<< %s: sm120_only\n" % (ind, MARK))
+        prefix = "" if f.text[:le].endswith("\n") else "\n"
+        edits.append((le, le, prefix + "".join(block)))
+        added.extend("%s (%s)" % (a, var) if var != "SGL_KERNEL_CUDA_FLAGS" else a for a in missing)
     for c in lists:
         # find gencode tokens inside the command text, line by line
         seg_start = c.start
@@ -398,6 +467,8 @@ def patch_sm120_only(f, target_archs=("sm_120a",)):
         return "not_needed", "only %s in SGL_KERNEL_CUDA_FLAGS and no sm90 common_ops target" % ", ".join(target_archs)
     f.text = _splice(f.text, edits)
     detail = []
+    if added:
+        detail.append("added gencodes %s" % ", ".join(added))
     if dropped:
         detail.append("dropped gencodes %s" % ", ".join(sorted(set(dropped))))
     if runs:

@@ -106,53 +106,15 @@ unresolved:
   sample: 0
 """
 
-import csv
 import json
 import os
-import re
 import shutil
 import subprocess
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.blackwell.sglang.plugins.module_utils import _elf
-from ansible_collections.blackwell.sglang.plugins.module_utils._venv_metadata import canonicalize_name
 
 _PATH_PROBE = "import json, sys; print(json.dumps({'path': sys.path, 'executable': sys.executable}))"
-
-
-def find_dists(site_dirs, names):
-    """``{name: (site_dir, dist_info_dir, version)}`` for the names installed under ``site_dirs``."""
-    wanted = dict((canonicalize_name(n), n) for n in names)
-    out = {}
-    for site in site_dirs:
-        try:
-            entries = os.listdir(site)
-        except OSError:
-            continue
-        for entry in sorted(entries):
-            if not entry.endswith(".dist-info"):
-                continue
-            stem = entry[:-len(".dist-info")]
-            dist, _sep, version = stem.partition("-")
-            name = wanted.get(canonicalize_name(dist))
-            if name and name not in out:
-                out[name] = (site, os.path.join(site, entry), version)
-    return out
-
-
-def record_libraries(site, dist_info):
-    """Absolute paths of the ELF files the distribution's RECORD lists."""
-    record = os.path.join(dist_info, "RECORD")
-    with open(record, newline="", encoding="utf-8", errors="replace") as fh:
-        rows = list(csv.reader(fh))
-    out = []
-    for row in rows:
-        if not row:
-            continue
-        path = os.path.normpath(os.path.join(site, row[0]))
-        if re.search(r"\.so(\.[0-9]+)*$", path) and _elf.is_elf(path):
-            out.append(path)
-    return sorted(set(out))
 
 
 def demangle(names):
@@ -190,7 +152,7 @@ def main():
     except ValueError:
         module.fail_json(msg="%s printed no JSON for its sys.path: %r" % (p["python"], out[-300:]))
     site_dirs = [d for d in probe["path"] if d and os.path.isdir(d)]
-    dists = find_dists(site_dirs, p["distributions"])
+    dists = _elf.find_distributions(site_dirs, p["distributions"])
     if not dists:
         module.fail_json(msg="none of the distributions %s is installed for %s (searched %s)"
                          % (", ".join(p["distributions"]), p["python"], ", ".join(site_dirs)))
@@ -209,7 +171,7 @@ def main():
     try:
         for name in sorted(dists):
             site, dist_info, _version = dists[name]
-            paths = record_libraries(site, dist_info)
+            paths = _elf.record_libraries(site, dist_info)
             for entry in _elf.check(paths, resolver, global_objects=global_objects, ignore=p["ignore"]):
                 entry["path"] = os.path.relpath(entry["path"], site)
                 entry["distribution"] = name

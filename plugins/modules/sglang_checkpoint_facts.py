@@ -132,6 +132,11 @@ checkpoint:
     model_path: {description: "The directory inspected.", type: str}
     model_type: {description: "C(config.json) C(model_type).", type: str}
     architectures: {description: "C(config.json) C(architectures).", type: list, elements: str}
+    head_dim:
+      description: >-
+        Attention head dimension (C(head_dim), else C(hidden_size / num_attention_heads)); below 64 the service renders
+        C(--attention-backend triton) when none is set (S19).
+      type: int
     torch_dtype: {description: "Weight dtype from C(config.json).", type: str}
     quant_method: {description: "C(modelopt) for C(hf_quant_config.json), else C(quantization_config.quant_method).", type: str}
     quant_algo: {description: "Normalised quantisation algorithm, e.g. C(NVFP4) or C(FP8).", type: str}

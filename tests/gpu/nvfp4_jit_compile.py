@@ -9,8 +9,10 @@ first use. This runs SGLang's own code that builds them, read from the real file
   ``_jit_nvfp4_*_module`` builders are taken from its syntax tree and run unchanged. The module itself is not
   imported: its top-level ``@register_custom_op`` decorators import sglang.srt.utils.common, i.e. the whole server's
   dependency set (orjson, zmq, starlette, ...), which a build machine does not need;
-* torch.cuda.get_device_capability answers (12, 0): nvfp4.py picks the arch list from the local GPU ("12.0a" plus
-  "10.3a" on CUDA 13), and this machine's GPU is not an SM120 one. Compiling needs no SM120 GPU.
+* torch.cuda.get_device_capability answers the hardware profile's first capability (NVFP4_CAPABILITIES, else the
+  kernel build's TARGETS, else 12.0), and the arch list is SGLang's own list for every capability of the profile
+  merged ("12.1a 10.3a" for sm_121a): nvfp4.py picks the arch list from the local GPU ("12.0a" plus "10.3a" on
+  CUDA 13), and this machine's GPU is not an SM12x one. Compiling needs no SM12x GPU.
 The parent packages sglang and sglang.jit_kernel are empty package objects over the real directories, so their
 __init__ files (which import the server) do not run. Every builder runs in its own process, side by side.
 
@@ -31,6 +33,18 @@ import types
 import typing
 
 
+def _capabilities():
+    """The capabilities to compile for, from the hardware profile: NVFP4_CAPABILITIES ("12.0,12.1"), else the targets
+    of the kernel build (TARGETS, "sm_120a,sm_121a"), else 12.0."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "collections"))
+    from ansible_collections.blackwell.sglang.plugins.module_utils._hardware_profile import profile
+    values = os.environ.get("NVFP4_CAPABILITIES") or os.environ.get("TARGETS") or "12.0"
+    caps = profile([v for v in values.split(",") if v.strip()])["capabilities"]
+    if not caps:
+        raise SystemExit("no SM12x capability in %r" % values)
+    return [tuple(int(x) for x in c.split(".")) for c in caps]
+
+
 def _nvfp4_namespace(root):
     for name in ("sglang", "sglang.jit_kernel"):
         mod = types.ModuleType(name)
@@ -38,7 +52,8 @@ def _nvfp4_namespace(root):
         sys.modules[name] = mod
     import torch
     real = torch.cuda.get_device_capability() if torch.cuda.is_available() else None
-    torch.cuda.get_device_capability = lambda *a, **k: (12, 0)
+    caps = _capabilities()
+    torch.cuda.get_device_capability = lambda *a, **k: caps[0]
     utils = importlib.import_module("sglang.jit_kernel.utils")
     path = os.path.join(root, "sglang", "jit_kernel", "nvfp4.py")
     with open(path) as f:
@@ -57,6 +72,19 @@ def _nvfp4_namespace(root):
     code = compile(ast.Module(body=wanted, type_ignores=[]), path, "exec",
                    flags=__future__.annotations.compiler_flag, dont_inherit=True)  # nvfp4.py has the same future import
     exec(code, ns)  # noqa: S102 - SGLang's own functions, unchanged
+    # the profile's arch list: SGLang's own list for each capability of the profile, merged in order ("12.0a 10.3a
+    # 12.1a" for a mixed fleet); nvfp4.py itself picks only the local GPU's
+    upstream = ns["_get_nvfp4_cuda_arch_list"]
+
+    def profile_arch_list():
+        archs = []
+        for cap in caps:
+            torch.cuda.get_device_capability = lambda *a, _c=cap, **k: _c
+            archs += [a for a in upstream().split() if a not in archs]
+        torch.cuda.get_device_capability = lambda *a, **k: caps[0]
+        return " ".join(archs)
+
+    ns["_get_nvfp4_cuda_arch_list"] = profile_arch_list
     return ns, real
 
 
@@ -85,7 +113,8 @@ def main(root, result_path):
     print("builders:", builders, "arch list:", ns["_get_nvfp4_cuda_arch_list"](), "GPU:", real, flush=True)
     procs = {b: subprocess.Popen([sys.executable, __file__, "--one", b, root], stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT, text=True) for b in builders}
-    results = {"stand_ins": ["torch.cuda.get_device_capability -> (12, 0) (this GPU: %s)" % (real,),
+    results = {"stand_ins": ["torch.cuda.get_device_capability -> %s, arch list of the profile %s (this GPU: %s)"
+                             % (_capabilities(), ns["_get_nvfp4_cuda_arch_list"](), real),
                              "nvfp4.py's builder functions run from its syntax tree; its custom-op registration "
                              "(sglang.srt.utils.common) is not imported"], "modules": {}}
     for b, p in procs.items():

@@ -7,7 +7,7 @@ import re
 from conftest import ROOT
 
 # C-kind ids have a leading zero (C0 and one digit): C10 (torch's c10) and C64 (complex64) are not ids
-ID_RE = re.compile(r"\b([BN]\d{2}|C0[1-9])\b")
+ID_RE = re.compile(r"\b([BNS]\d{2}|C0[1-9])\b")
 SCAN = ("plugins", "roles", "playbooks", "docs", "meta", "tests/unit")
 SUFFIXES = (".py", ".yml", ".yaml", ".j2", ".md", ".cfg", ".txt")
 
@@ -16,7 +16,7 @@ def doc_rows():
     rows = {}
     with open(os.path.join(ROOT, "docs", "field-reports.md")) as handle:
         for line in handle:
-            match = re.match(r"^\| (B\d\d|N\d\d|C\d\d|MIG) \| (.*)\|\s*$", line)
+            match = re.match(r"^\| (B\d\d|N\d\d|C\d\d|S\d\d|MIG) \| (.*)\|\s*$", line)
             if match:
                 rows[match.group(1)] = match.group(2)
     return rows

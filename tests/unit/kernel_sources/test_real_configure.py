@@ -11,7 +11,9 @@
 
 Original pin (d28f35240a, sgl-kernel 0.3.21): CMake must get through configure and generate (build.ninja), with
 every source offline (FETCHCONTENT_FULLY_DISCONNECTED=ON) and, with `sm120_only`, no gencode but sm_120a.
-Current pin (d55f1c28e2, sglang-kernel 0.4.6.post1): the bundle holds FlashMLA 9804b120 but the pin needs 05e26647,
+Current pin (d55f1c28e2, sglang-kernel 0.4.6.post1), configured for the targets [sm_120a, sm_121a] (the SM12x
+family: upstream compiles sm_121a only on aarch64 build hosts, the sm120_only patch adds it here): the bundle holds
+FlashMLA 9804b120 but the pin needs 05e26647,
 so the role must refuse before building, naming exactly triton, sgl-attn (missing) and FlashMLA (another revision);
 with all three allowed as placeholders, CMake must stop in cmake/flashmla.cmake (the FlashMLA tree is empty) and
 nowhere else.
@@ -81,7 +83,7 @@ def _tree(tmp_path, tarball):
     return str(tmp_path / "src" / "sglang")
 
 
-def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None):
+def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None, targets=("sm_120a",)):
     os.makedirs(STATE, exist_ok=True)
     venv = os.path.join(STATE, "venv")
     extra = {
@@ -95,7 +97,7 @@ def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None):
         "sgl_kernel_sm120_release_root": str(tmp_path / "opt"),
         "sgl_kernel_sm120_log_dir": str(tmp_path / "log"),
         "sgl_kernel_sm120_patches": patches or PATCHES,
-        "sgl_kernel_sm120_target_archs": ["sm_120a"],
+        "sgl_kernel_sm120_target_archs": list(targets),
         "sgl_kernel_sm120_source_cache": cache,
         "sgl_kernel_sm120_source_placeholders_allowed": allowed,
         "sgl_kernel_sm120_configure_only": True,
@@ -168,16 +170,23 @@ def test_current_pin_without_sm120_only_needs_the_flashmla_revision(tmp_path):
     assert "sgl-kernel configure" not in out
 
 
-def test_current_pin_configures_as_far_as_the_bundle_allows(tmp_path):
+def test_current_pin_configures_for_the_whole_sm12x_family_on_x86_64(tmp_path):
+    """Targets [sm_120a, sm_121a] on this x86_64 machine: upstream's CMake adds the sm_121a gencode only when
+    CMAKE_SYSTEM_PROCESSOR is aarch64 (field report S13), so without the sm120_only patch adding it the generated
+    build would hold sm_120a only. build.ninja must compile every CUDA unit for both."""
     src = _tree(tmp_path, CURRENT)
     cache = _cache(tmp_path, {"repo-triton": (), "repo-flash-attention": ()})
-    result, out = _run(tmp_path, src, cache, ["repo-triton", "repo-flash-attention"], expect_ok=CURRENT_CONFIGURES)
+    result, out = _run(tmp_path, src, cache, ["repo-triton", "repo-flash-attention"], expect_ok=CURRENT_CONFIGURES,
+                       targets=("sm_120a", "sm_121a"))
     if CURRENT_CONFIGURES:
         ninja = os.path.join(result["build_dir"], "build.ninja")
         with open(ninja) as f:
             text = f.read()
         codes = set(re.findall(r"code=(sm_[0-9]+[a-z]?)", text))
-        assert codes == {"sm_120a"}, "an SM120-only build compiles for %s" % sorted(codes)
+        assert codes == {"sm_120a", "sm_121a"}, "an SM12x build compiles for %s" % sorted(codes)
+        # every nvcc command line that compiles for one compiles for both
+        lines = [ln for ln in text.splitlines() if "code=sm_12" in ln]
+        assert lines and all("code=sm_120a" in ln and "code=sm_121a" in ln for ln in lines)
         assert "flash_sparse" not in text
     else:
         first = re.search(r"first error: (CMake Error at [^\n]*)", out)
