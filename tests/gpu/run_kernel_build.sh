@@ -7,11 +7,16 @@
 #   run_kernel_build.sh finish PIN...  re-runs the role (wheel from its cache: install + the role's checks), then
 #                                      unpacks the wheel: cuobjdump of every library, nm of undefined symbols, a real
 #                                      load with no GPU visible; the evidence goes to $OUT/evidence-PIN.tar.gz
+#   run_kernel_build.sh build PIN N    start, wait up to N seconds, then keep and check what the role built (below)
+#                                      without a second role run: for a machine that may go back between two calls
+#   run_kernel_build.sh evidence PIN WHEEL  the checks of finish on a wheel an earlier call brought back (a fresh
+#                                      machine: a venv over the machine's torch, the wheel installed without deps)
 #   run_kernel_build.sh jit PIN        only SGLang's NVFP4 JIT kernels of that pin, for the target archs
 # Carried with the call: .whl (ansible-core and its missing dependencies; tvm-ffi and flashinfer-python for jit),
 # .gpu-src (the upstream bundle's tarballs and manifest.json, Debian's libnuma1/libnuma-dev debs).
-# Each step fails when its evidence is missing. The machine goes back after a short idle time, and a build with it:
-# call `wait N; finish PIN` in one command once the build is near its end.
+# Each step fails when its evidence is missing. The machine may go back between two calls, and a build with it: `build`
+# writes into $OUT as it goes (the wheel, the role's result and logs first, then each check), so a call cut by its time
+# limit still brings back the wheel, and `evidence` finishes from it.
 set -uo pipefail
 src_repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 B=/tmp/bw-gpu
@@ -75,7 +80,7 @@ start_pin() {
  "sgl_kernel_sm120_library_dirs": ["$NUMA"],
  "sgl_kernel_sm120_source_cache": "$B/cache",
  "sgl_kernel_sm120_source_placeholders_allowed": ["repo-triton", "repo-flash-attention"],
- "sgl_kernel_sm120_pip_extra_args": "--no-index", "sgl_kernel_sm120_progress_interval": 30,
+ "sgl_kernel_sm120_pip_extra_args": "--no-index", "sgl_kernel_sm120_progress_interval": 10,
  "sgl_kernel_sm120_keep_build_dir": true, "ansible_python_interpreter": "$(command -v python3)", "gpu_out": "$W"}
 JSON
   echo "== $(date -u +%T) $pin: starting ansible-playbook (log $W/run.log)"
@@ -89,7 +94,7 @@ start() {
   (($# == 1)) || { echo "start takes exactly one pin (original | current)" >&2; exit 2; }
   setup_common
   for pin in "$@"; do start_pin "$pin"; done
-  sleep 20
+  sleep 3
   for pin in "$@"; do echo "== $pin"; tail -4 "$B/$pin/run.log"; done
 }
 
@@ -118,35 +123,39 @@ wait_for() {
   return $rc
 }
 
-finish_pin() {
-  local pin=$1 W=$B/$1 out=$B/out/$1 rc=0
-  rm -rf "$out"; mkdir -p "$out"
-  [[ -f $W/vars.json ]] || { echo "$pin was never started" >&2; return 1; }
-  # without a built wheel the role would start the whole build again inside this call: refuse instead
-  local whl; whl=$(find "$W/wheels" -mindepth 2 -maxdepth 2 -name '*.whl' 2>/dev/null | sort | head -1)
-  [[ -n $whl ]] || { echo "$pin: no wheel under $W/wheels (the build did not finish): see $W/run.log" >&2; tail -5 "$W/run.log"; return 1; }
-  # the role again, from a fresh copy of the tree: the wheel comes from its key's cache, then the install and the
-  # role's own checks run (the library check included)
-  rm -rf "$R.new" && cp -a "$src_repo" "$R.new" && rm -rf "$R.new/.whl" "$R.new/.gpu-src" && rm -rf "$R" && mv "$R.new" "$R"
-  (cd "$R" && LD_LIBRARY_PATH=$NUMA python3 "$B/site/bin/ansible-playbook" -i localhost, -c local \
-    tests/gpu/kernel_build.yml -e "@$W/vars.json" -v >"$out/ansible-playbook-rerun.log" 2>&1 </dev/null) || rc=1
-  grep -E 'libraries|unresolved|ok=|failed=' "$out/ansible-playbook-rerun.log" | tail -8
+keep_pin() {  # what the role built and said, copied out before anything else can fail or run out of time
+  local pin=$1 W=$B/$1 out=$2 whl
+  mkdir -p "$out"
   cp "$W/run.log" "$out/ansible-playbook.log"
   cp "$W"/log/sgl-kernel-build-*.log "$out/sgl-kernel-build.log" 2>/dev/null
   cp "$W"/log/sgl-kernel-configure-*.log "$out/sgl-kernel-configure.log" 2>/dev/null
-  cp "$W/kernel-build-result.json" "$out/" 2>/dev/null || { echo "no kernel-build-result.json" >&2; rc=1; }
-  stat -c '%s bytes %n' "$whl" | tee "$out/wheel.txt"
-  # the wheel itself, not the import (which picks sm90/ on this GPU by design): every library in it
-  local U=$W/unpacked; rm -rf "$U"; mkdir -p "$U"; (cd "$U" && python3 -m zipfile -e "$whl" .)
+  cp "$W/kernel-build-result.json" "$out/" 2>/dev/null || { echo "no kernel-build-result.json" >&2; return 1; }
+  python3 - "$out" <<'PY' || return 1
+import json, os, sys
+out = sys.argv[1]
+result = json.load(open(os.path.join(out, "kernel-build-result.json")))
+symbols = result.get("library_symbols")
+if not symbols or "libraries" not in symbols:
+    sys.exit("the role's library check left no result in kernel-build-result.json")
+json.dump(symbols, open(os.path.join(out, "library-symbols.json"), "w"), indent=2, sort_keys=True)
+print("== the role's library check: %s" % symbols.get("msg"))
+PY
+  whl=$(find "$W/wheels" -mindepth 2 -maxdepth 2 -name '*.whl' 2>/dev/null | sort | head -1)
+  [[ -n $whl ]] || { echo "$pin: no wheel under $W/wheels: see $W/run.log" >&2; tail -5 "$W/run.log"; return 1; }
+  cp "$whl" "$out/"
+}
+
+check_wheel() {  # PIN WHEEL VENV OUT: the wheel itself, not the import (which picks sm90/ on this GPU by design)
+  local pin=$1 whl=$2 venv=$3 out=$4 rc=0
+  stat -c '%s bytes %n' "$whl" | sed "s#$B/##" | tee "$out/wheel.txt"
+  local U=$B/unpacked-$pin; rm -rf "$U"; mkdir -p "$U"; (cd "$U" && python3 -m zipfile -e "$whl" .)
   local sos; sos=$(cd "$U" && find . -name '*.so' | sort)
   [[ -n $sos ]] || { echo "$pin: no library in the wheel" >&2; return 1; }
-  { for so in $sos; do echo "## ${so#./}"; cuobjdump --list-elf "$U/$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
-  echo "== $pin cubins by arch:"; grep -oE 'sm_[0-9]+[a-z]?' "$out/cuobjdump-list-elf.txt" | sort | uniq -c | tee "$out/cubin-archs.txt"
   { for so in $sos; do echo "## ${so#./}"; nm -D --undefined-only "$U/$so" | c++filt | sed -E 's/^/   /'; done; } >"$out/nm-undefined.txt"
   echo "== $pin: sparse FlashAttention symbols undefined in the wheel (must be none):"
   if grep -E 'mha_(varlen_)?fwd_sparse' "$out/nm-undefined.txt"; then rc=1; else echo "   none"; fi
   # a real load of the installed package with no GPU visible: load_utils.py then picks sm100/ (the SM12x variant)
-  CUDA_VISIBLE_DEVICES='' LD_LIBRARY_PATH=$NUMA "$W/venv/bin/python" - >"$out/load-no-gpu.txt" 2>&1 <<'PY' || rc=1
+  CUDA_VISIBLE_DEVICES='' LD_LIBRARY_PATH=$NUMA "$venv/bin/python" - >"$out/load-no-gpu.txt" 2>&1 <<'PY' || rc=1
 import ctypes, glob, os, sys
 import torch
 import sgl_kernel
@@ -162,8 +171,50 @@ print("fwd_sparse registered:", hasattr(ops, "fwd_sparse"), "varlen_fwd_sparse r
 PY
   cat "$out/load-no-gpu.txt"
   nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader >"$out/gpu.txt"
+  { for so in $sos; do echo "## ${so#./}"; cuobjdump --list-elf "$U/$so" 2>&1 | sed -E 's/^/   /'; done; } >"$out/cuobjdump-list-elf.txt"
+  echo "== $pin cubins by arch:"; grep -oE 'sm_[0-9]+[a-z]?' "$out/cuobjdump-list-elf.txt" | sort | uniq -c | tee "$out/cubin-archs.txt"
+  return $rc
+}
+
+finish_pin() {
+  local pin=$1 W=$B/$1 out=$B/out/$1 rc=0
+  rm -rf "$out"; mkdir -p "$out"
+  [[ -f $W/vars.json ]] || { echo "$pin was never started" >&2; return 1; }
+  # without a built wheel the role would start the whole build again inside this call: refuse instead
+  local whl; whl=$(find "$W/wheels" -mindepth 2 -maxdepth 2 -name '*.whl' 2>/dev/null | sort | head -1)
+  [[ -n $whl ]] || { echo "$pin: no wheel under $W/wheels (the build did not finish): see $W/run.log" >&2; tail -5 "$W/run.log"; return 1; }
+  # the role again, from a fresh copy of the tree: the wheel comes from its key's cache, then the install and the
+  # role's own checks run (the library check included)
+  rm -rf "$R.new" && cp -a "$src_repo" "$R.new" && rm -rf "$R.new/.whl" "$R.new/.gpu-src" && rm -rf "$R" && mv "$R.new" "$R"
+  (cd "$R" && LD_LIBRARY_PATH=$NUMA python3 "$B/site/bin/ansible-playbook" -i localhost, -c local \
+    tests/gpu/kernel_build.yml -e "@$W/vars.json" -v >"$out/ansible-playbook-rerun.log" 2>&1 </dev/null) || rc=1
+  grep -E 'libraries|unresolved|ok=|failed=' "$out/ansible-playbook-rerun.log" | tail -8
+  keep_pin "$pin" "$out" || rc=1
+  rm -f "$out"/*.whl
+  check_wheel "$pin" "$whl" "$W/venv" "$out" || rc=1
   tar czf "${OUT:-$B}/evidence-$pin.tar.gz" -C "$B/out" "$pin"
   return $rc
+}
+
+build() {  # PIN N: one call from a bare machine to the checked wheel, everything kept in $OUT as it comes
+  local pin=$1 limit=${2:-480} out=${OUT:-$B/out}/$1
+  start "$pin"
+  wait_for "$limit" || { echo "$pin: the build did not finish within $limit s, or failed" >&2; keep_pin "$pin" "$out"; return 1; }
+  keep_pin "$pin" "$out" || return 1
+  check_wheel "$pin" "$out"/*.whl "$B/$pin/venv" "$out"
+}
+
+evidence() {  # PIN WHEEL: the checks on a wheel that an earlier call built through the role and brought back
+  local pin=$1 whl; whl=$(readlink -f "$2") || exit 2
+  [[ -f $whl ]] || { echo "no wheel at $2" >&2; exit 2; }
+  local out=${OUT:-$B/out}/$pin W=$B/$1
+  setup_common; mkdir -p "$out" "$W"
+  python3 -m venv "$W/venv" || exit 1
+  local msite vsite; msite=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  vsite=$("$W/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  for e in "$msite"/*; do case ${e##*/} in pip|pip-*|sgl_kernel*|sglang_kernel*) ;; *) [[ -e $vsite/${e##*/} ]] || ln -s "$e" "$vsite/"; esac; done
+  "$W/venv/bin/python" -m pip install -q --no-index --no-deps "$whl" || exit 1
+  check_wheel "$pin" "$whl" "$W/venv" "$out"
 }
 
 finish() {
@@ -199,6 +250,8 @@ case $cmd in
   start) start "$@" ;;
   wait) wait_for "${1:-540}" ;;
   finish) finish "$@" ;;
+  build) build "$@" ;;
+  evidence) evidence "$@" ;;
   jit) jit "$@" ;;
-  *) echo "usage: $0 start PIN... | wait N | finish PIN... | jit PIN" >&2; exit 2 ;;
+  *) echo "usage: $0 start PIN | wait N | finish PIN... | build PIN N | evidence PIN WHEEL | jit PIN" >&2; exit 2 ;;
 esac
