@@ -147,7 +147,7 @@ CASES = [
      ["sglang_prometheus_scrape_interval must be a Prometheus duration", "'1min'"]),
     ("prometheus-kv-usage", "sglang_prometheus", None, {"sglang_prometheus_alert_kv_cache_usage": 1.5},
      ["sglang_prometheus_alert_kv_cache_usage"]),
-    ("audit-root-relative", "sglang_audit", "read", {"sglang_audit_root": "opt/sglang"}, ["sglang_audit_root", "absolute path"]),
+    ("audit-root-relative", "sglang_audit", "read", {"sglang_stack_root": "opt/sglang"}, ["sglang_stack_root", "absolute path"]),
 ]
 
 

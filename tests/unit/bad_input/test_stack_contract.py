@@ -37,6 +37,8 @@ CASES = [
      ["sgl_kernel_sm120_patches is ['cmake_policy_guards']", "sglang_stack_kernel_patches"]),
     ("release-key-alias-diverges", {"sglang_release_cuda_version": "13.1"},
      ["sglang_release_cuda_version is '13.1'", "sglang_stack_cuda_version is '13.0'"]),
+    ("retired-audit-root", {"sglang_audit_root": "/srv/sglang"},
+     ["sglang_audit_root is no longer read", "Set sglang_stack_root"]),
     ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
 ]
 
