@@ -39,6 +39,8 @@ CASES = [
      ["sglang_release_cuda_version is '13.1'", "sglang_stack_cuda_version is '13.0'"]),
     ("retired-audit-root", {"sglang_audit_root": "/srv/sglang"},
      ["sglang_audit_root is no longer read", "Set sglang_stack_root"]),
+    ("retired-sglang-monitoring-release-current", {"sglang_monitoring_release_current": "/srv/sglang/current"},
+     ["sglang_monitoring_release_current is no longer read", "Set sglang_stack_current"]),
     ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
 ]
 
