@@ -62,7 +62,7 @@ CASES = [
     ("preflight-smoke-timeout-zero", "preflight", None, {"preflight_nccl_smoke_timeout": 0}, ["preflight_nccl_smoke_timeout", ">= 1, got 0"]),
     ("preflight-smoke-size-negative", "preflight", None, {"preflight_nccl_smoke_size_mb": -64}, ["preflight_nccl_smoke_size_mb", "got -64"]),
     ("preflight-python-relative", "preflight", None, {"preflight_python": "venv/bin/python"}, ["preflight_python", "absolute path"]),
-    ("bench-port-zero", "sglang_benchmark", None, {"sglang_benchmark_port": 0}, ["sglang_benchmark_port", "1-65535"]),
+    ("bench-port-zero", "sglang_benchmark", None, {"sglang_stack_service_port": 0}, ["sglang_stack_service_port", "1-65535"]),
     ("bench-host-injection", "sglang_benchmark", None, {"sglang_benchmark_host": "127.0.0.1 --evil"},
      ["sglang_benchmark_host", "'127.0.0.1 --evil'"]),
     ("bench-timeout-negative", "sglang_benchmark", None, {"sglang_benchmark_level_timeout": -5}, ["sglang_benchmark_level_timeout", "got -5"]),

@@ -41,6 +41,8 @@ CASES = [
      ["sglang_audit_root is no longer read", "Set sglang_stack_root"]),
     ("retired-sglang-monitoring-release-current", {"sglang_monitoring_release_current": "/srv/sglang/current"},
      ["sglang_monitoring_release_current is no longer read", "Set sglang_stack_current"]),
+    ("retired-sglang-benchmark-port", {"sglang_benchmark_port": 30001},
+     ["sglang_benchmark_port is no longer read", "Set sglang_stack_service_port"]),
     ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
 ]
 
