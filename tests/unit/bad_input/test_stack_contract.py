@@ -43,6 +43,8 @@ CASES = [
      ["sglang_monitoring_release_current is no longer read", "Set sglang_stack_current"]),
     ("retired-sglang-benchmark-port", {"sglang_benchmark_port": 30001},
      ["sglang_benchmark_port is no longer read", "Set sglang_stack_service_port"]),
+    ("retired-fp4-probe-has-gpu", {"fp4_probe_has_gpu": True},
+     ["fp4_probe_has_gpu is no longer read", "Set sglang_stack_has_target_gpu"]),
     ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
 ]
 

@@ -159,7 +159,7 @@ def _probe(tmp_path, extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
     vars_ = dict(extra, dump=str(tmp_path / "probe-dump.json"), ansible_python_interpreter=sys.executable,
-                 fp4_probe_release_dir=str(tmp_path / "release"), preflight_has_target_gpu=False,
+                 sglang_stack_release_dir=str(tmp_path / "release"), preflight_has_target_gpu=False,
                  fp4_probe_force=True, fp4_probe_python=sys.executable, fp4_probe_m_list=[1],
                  fp4_probe_read_parser=False)
     proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "probe.yml"), "-e",
