@@ -307,7 +307,7 @@ def check_nvcc_version(tool, cfg):
     nvcc = tool.get("nvcc") or {}
     if not nvcc.get("present"):
         if cfg["cuda_install_method"] == "existing":
-            return check(name, FAIL, "cuda_toolchain_method is 'existing' but %s does not exist" % nvcc.get("nvcc"),
+            return check(name, FAIL, "sglang_stack_cuda_install_method is 'existing' but %s does not exist" % nvcc.get("nvcc"),
                          "install CUDA %s there or set cuda_toolchain_home" % cfg["cuda_version"])
         return check(name, SKIP, "no nvcc at %s yet; %s" % (nvcc.get("nvcc"), _toolkit_note(cfg)))
     if not nvcc.get("version"):
@@ -320,7 +320,7 @@ def check_nvcc_version(tool, cfg):
     status = FAIL if cfg["cuda_install_method"] == "existing" or have[0] != want[0] else WARN
     msg = "%s is CUDA %s but CUDA %s is requested" % (nvcc["nvcc"], nvcc["version"], cfg["cuda_version"])
     return check(name, status, msg,
-                 "point cuda_toolchain_home at a CUDA %s toolkit or change cuda_toolchain_cuda_version"
+                 "point cuda_toolchain_home at a CUDA %s toolkit or change sglang_stack_cuda_version"
                  % cfg["cuda_version"])
 
 
@@ -683,7 +683,7 @@ def check_distribution(cfg):
         if repo["problem"]:
             return check(name, FAIL, "the apt method: %s" % repo["problem"],
                          "set preflight_cuda_repo_slug / sglang_stack_cuda_apt_distro_slug to the matching base (e.g. "
-                         "ubuntu2204 for Pop!_OS 22.04) or use cuda_toolchain_method: pip")
+                         "ubuntu2204 for Pop!_OS 22.04) or use sglang_stack_cuda_install_method: pip")
         return check(name, PASS, "%s %s (%s): CUDA apt repository %s" % (
             dist.get("distribution"), dist.get("version"), arch, repo["path"]))
     glibc = dist.get("glibc")

@@ -110,9 +110,9 @@ CASES = [
     ("gateway-undrain-timeout-zero", "sglang_gateway", "undrain", {"sglang_gateway_undrain_timeout": 0},
      ["sglang_gateway_undrain_timeout", "got 0"]),
     # the other roles, one sibling of each kind
-    ("cuda-version-latest", "cuda_toolchain", None, {"cuda_toolchain_cuda_version": "latest"},
-     ["cuda_toolchain_cuda_version must be a major.minor version", "'latest'"]),
-    ("cuda-version-old", "cuda_toolchain", None, {"cuda_toolchain_cuda_version": "12.4"}, ["cuda_toolchain_cuda_version must be 12.8 or later"]),
+    ("cuda-version-latest", "cuda_toolchain", None, {"sglang_stack_cuda_version": "latest"},
+     ["sglang_stack_cuda_version must be a major.minor version", "'latest'"]),
+    ("cuda-version-old", "cuda_toolchain", None, {"sglang_stack_cuda_version": "12.4"}, ["sglang_stack_cuda_version must be 12.8 or later"]),
     ("cuda-verify-arch-plain", "cuda_toolchain", None, {"cuda_toolchain_verify_arch": "120"}, ["cuda_toolchain_verify_arch", "'120'"]),
     ("cuda-repo-url", "cuda_toolchain", None, {"cuda_toolchain_apt_repo_url": "ftp://mirror/cuda"}, ["cuda_toolchain_apt_repo_url"]),
     ("cuda-repo-base-url", "cuda_toolchain", None, {"cuda_toolchain_apt_repo_base_url": "ftp://mirror/cuda"},

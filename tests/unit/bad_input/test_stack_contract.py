@@ -45,6 +45,8 @@ CASES = [
      ["sglang_benchmark_port is no longer read", "Set sglang_stack_service_port"]),
     ("retired-fp4-probe-has-gpu", {"fp4_probe_has_gpu": True},
      ["fp4_probe_has_gpu is no longer read", "Set sglang_stack_has_target_gpu"]),
+    ("retired-cuda-toolchain-env-file", {"cuda_toolchain_env_file": "/etc/blackwell-sglang/cuda.env"},
+     ["cuda_toolchain_env_file is no longer read", "Set sglang_stack_cuda_env_file"]),
     ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
 ]
 

@@ -91,7 +91,7 @@ def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None, targets=("
         "test_venv": venv, "test_tmp": str(tmp_path),
         "ansible_python_interpreter": sys.executable,
         "cuda_toolchain_pip_venv": venv,
-        "cuda_toolchain_env_file": str(tmp_path / "cuda.env"),
+        "sglang_stack_cuda_env_file": str(tmp_path / "cuda.env"),
         "cuda_toolchain_profile_script": str(tmp_path / "cuda-profile.sh"),
         "sgl_kernel_sm120_source_dir": src,
         "sgl_kernel_sm120_release_root": str(tmp_path / "opt"),
