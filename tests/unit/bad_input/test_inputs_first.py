@@ -130,7 +130,7 @@ CASES = [
     ("kernel-build-timeout-short", "sgl_kernel_sm120", None, {"sgl_kernel_sm120_build_timeout": 30},
      ["sgl_kernel_sm120_build_timeout must be a whole number >= 60, got 30"]),
     ("kernel-gib-per-job-zero", "sgl_kernel_sm120", None, {"sgl_kernel_sm120_gib_per_job": 0}, ["sgl_kernel_sm120_gib_per_job"]),
-    ("kernel-arch-plain", "sgl_kernel_sm120", None, {"sgl_kernel_sm120_target_archs": ["sm_120"]}, ["sgl_kernel_sm120_target_archs"]),
+    ("kernel-arch-plain", "sgl_kernel_sm120", None, {"sglang_stack_target_archs": ["sm_120"]}, ["sglang_stack_target_archs"]),
     ("model-workers-zero", "sglang_model", None, {"sglang_model_max_workers": 0}, ["sglang_model_max_workers", "got 0"]),
     ("model-endpoint", "sglang_model", None, {"sglang_model_hf_endpoint": "hf-mirror.internal"}, ["sglang_model_hf_endpoint"]),
     ("model-repo-id-space", "sglang_model", None, {"sglang_model_repo_id": "nvidia/Qwen 3"}, ["sglang_model_repo_id"]),
