@@ -219,7 +219,7 @@ def check_compute_capability(gpu, cfg):
         return check(name, _gpu_status(cfg),
                      "%s; this host is not an SM%s target (the stack builds %sa kernels for compute capability %s: "
                      "RTX PRO 6000 / RTX 5090 Blackwell)" % ("; ".join(parts), target.replace(".", ""), arch, target),
-                     "run on a Blackwell SM%s host, or set preflight_target_compute_capability / "
+                     "run on a Blackwell SM%s host, or set sglang_stack_compute_capability / "
                      "preflight_gpu_indices to the GPUs meant to serve" % target.replace(".", ""))
     return check(name, PASS, "tensor-parallel GPUs %s have compute capability %s" % (
         ", ".join(str(g.get("index")) for g in members), target))
@@ -682,7 +682,7 @@ def check_distribution(cfg):
                               supported=cfg["supported_distributions"].get("apt") or {})
         if repo["problem"]:
             return check(name, FAIL, "the apt method: %s" % repo["problem"],
-                         "set preflight_cuda_repo_slug / sglang_stack_cuda_apt_distro_slug to the matching base (e.g. "
+                         "set sglang_stack_cuda_apt_distro_slug to the matching base (e.g. "
                          "ubuntu2204 for Pop!_OS 22.04) or use sglang_stack_cuda_install_method: pip")
         return check(name, PASS, "%s %s (%s): CUDA apt repository %s" % (
             dist.get("distribution"), dist.get("version"), arch, repo["path"]))
@@ -701,7 +701,7 @@ def check_model_path(host, cfg):
     name = "model_path"
     path = cfg.get("model_path") or ""
     if not path:
-        return check(name, SKIP, "no model path set (preflight_model_path, default sglang_stack_model_path)")
+        return check(name, SKIP, "no model path set (sglang_stack_model_path)")
     if not path.startswith("/"):
         return check(name, PASS, "%s is a Hugging Face id; SGLang downloads it into HF_HOME on first start" % path)
     info = (host.get("paths") or {}).get("model") or {}
@@ -709,8 +709,7 @@ def check_model_path(host, cfg):
         return check(name, PASS, "%s exists%s" % (path, "" if info.get("is_dir") else " (not a directory)"))
     status = FAIL if cfg["model_path_required"] else WARN
     return check(name, status, "model path %s does not exist on this host" % path,
-                 "copy the checkpoint there, fix sglang_stack_model_path (or preflight_model_path, which defaults "
-                 "to it), or set preflight_model_path_required: false if a later step provides it")
+                 "copy the checkpoint there, fix sglang_stack_model_path, or set preflight_model_path_required: false if a later step provides it")
 
 
 def check_kernel_headers(host, cfg):

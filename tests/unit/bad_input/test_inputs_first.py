@@ -52,7 +52,7 @@ CASES = [
     ("preflight-mem-fraction", "preflight", None, {"preflight_service_mem_fraction_static": 1.5},
      ["preflight_service_mem_fraction_static must be a number > 0 and < 1, got 1.5"]),
     ("preflight-glibc", "preflight", None, {"preflight_min_glibc": "new"}, ["preflight_min_glibc", "'new'"]),
-    ("preflight-slug", "preflight", None, {"preflight_cuda_repo_slug": "Ubuntu 24.04"}, ["preflight_cuda_repo_slug", "'Ubuntu 24.04'"]),
+    ("preflight-slug", "preflight", None, {"sglang_stack_cuda_apt_distro_slug": "Ubuntu 24.04"}, ["sglang_stack_cuda_apt_distro_slug", "'Ubuntu 24.04'"]),
     ("preflight-bad-driver-key", "preflight", None, {"preflight_known_bad_drivers": {"latest": "x"}},
      ["preflight_known_bad_drivers[0]", "'latest'"]),
     ("contract-cuda-latest", "preflight", None, {"sglang_stack_cuda_version": "latest"},

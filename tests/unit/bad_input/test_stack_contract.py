@@ -47,6 +47,10 @@ CASES = [
      ["fp4_probe_has_gpu is no longer read", "Set sglang_stack_has_target_gpu"]),
     ("retired-cuda-toolchain-env-file", {"cuda_toolchain_env_file": "/etc/blackwell-sglang/cuda.env"},
      ["cuda_toolchain_env_file is no longer read", "Set sglang_stack_cuda_env_file"]),
+    ("retired-preflight-venv", {"preflight_venv": "/srv/venv"},
+     ["preflight_venv is no longer read", "Set sglang_stack_venv"]),
+    ("retired-preflight-target-compute-capability", {"preflight_target_compute_capability": "12.1"},
+     ["preflight_target_compute_capability is no longer read", "Set sglang_stack_compute_capability"]),
     ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
 ]
 
