@@ -235,7 +235,7 @@ def check_tensor_parallel(gpu, cfg):
     members, wanted = tp_set(gpu, cfg)
     problems = []
     if tp < 1:
-        problems.append("sglang_service_tp_size must be >= 1, got %d" % tp)
+        problems.append("sglang_stack_service_tp_size must be >= 1, got %d" % tp)
     if tp > len(usable):
         problems.append("TP %d > %d usable GPU(s) with compute capability %s (of %d GPU(s)%s)" % (
             tp, len(usable), cfg["target_compute_capability"], gpu["gpu_count"],
@@ -249,7 +249,7 @@ def check_tensor_parallel(gpu, cfg):
             problems.append("preflight_gpu_indices has %d GPU(s) but TP is %d" % (len(wanted), tp))
     if problems:
         return check(name, _gpu_status(cfg), "; ".join(problems),
-                     "lower sglang_service_tp_size to the number of SM%s GPUs or add GPUs"
+                     "lower sglang_stack_service_tp_size to the number of SM%s GPUs or add GPUs"
                      % cfg["target_compute_capability"].replace(".", ""))
     return check(name, PASS, "TP %d <= %d usable GPU(s)" % (tp, len(usable)))
 

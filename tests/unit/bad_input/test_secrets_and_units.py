@@ -75,7 +75,7 @@ def test_launcher_needs_the_separator(tmp_path):
 def _render(tmp_path, extra):
     """The role's unit, environment file and health gate, rendered by ansible's template module."""
     facts = {
-        "sglang_service_model_path": "/srv/models/qwen", "sglang_service_api_key": KEY,
+        "sglang_stack_model_path": "/srv/models/qwen", "sglang_service_api_key": KEY,
         "sglang_service__argv": ["--model-path", "/srv/models/qwen", "--host", "0.0.0.0"],
         "sglang_service__backends": {"source": "probe"}, "sglang_service__kv": {"dtype": "bf16", "reason": "test"},
         "sglang_service__parser": {"revision": "0.5.9"}, "sglang_service__device_closed": False,
@@ -117,7 +117,7 @@ def test_env_values_are_quoted_and_paths_with_spaces_kept(tmp_path):
                                        ("fd00::5", "http://[fd00::5]:30000/health"),
                                        ("0.0.0.0", "http://127.0.0.1:30000/health")])
 def test_health_gate_gets_the_url_as_a_json_literal(tmp_path, host, url):
-    gate = _render(tmp_path, {"sglang_service_host": host})["sglang-health-gate.py"]
+    gate = _render(tmp_path, {"sglang_stack_service_host": host})["sglang-health-gate.py"]
     compile(gate, "gate", "exec")
     assert "URL = %s\n" % json.dumps(url) in gate
 

@@ -51,7 +51,9 @@ CASES = [
      ["preflight_venv is no longer read", "Set sglang_stack_venv"]),
     ("retired-preflight-target-compute-capability", {"preflight_target_compute_capability": "12.1"},
      ["preflight_target_compute_capability is no longer read", "Set sglang_stack_compute_capability"]),
-    ("service-tp-diverges", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is 8", "sglang_stack_service_tp_size is 1"]),
+    ("retired-service-tp", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is no longer read", "Set sglang_stack_service_tp_size"]),
+    ("retired-service-model-path", {"sglang_service_model_path": "/srv/models/m"},
+     ["sglang_service_model_path is no longer read", "Set sglang_stack_model_path"]),
 ]
 
 
@@ -63,8 +65,7 @@ def test_preflight_refuses_an_alias_that_differs_from_the_contract(tmp_path, cas
 
 def test_preflight_accepts_an_alias_equal_to_the_contract(tmp_path):
     """The same value under both names (also "8" against 8) is no divergence: the run gets past the check."""
-    run = run_role(tmp_path, "preflight", {"sglang_release_torch_version": "2.14.0+cu130", "sglang_stack_torch_version": "2.14.0+cu130",
-                                           "sglang_service_tp_size": "1"})
+    run = run_role(tmp_path, "preflight", {"sglang_release_torch_version": "2.14.0+cu130", "sglang_stack_torch_version": "2.14.0+cu130"})
     assert "stack contract:" not in run.out, run
     assert "Read GPUs, driver, topology and PCIe P2P state" in run.out, run
 

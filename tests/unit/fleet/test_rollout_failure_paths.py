@@ -39,7 +39,7 @@ def _double(task, log_dir):
     elif role == "sglang_service":
         out["ansible.builtin.shell"] = (
             "echo '%s restart={{ sglang_service_restart | default(false) }}' >> %s/{{ inventory_hostname }}.log; "
-            "echo '%s {{ sglang_service_model_path | default(sglang_stack_model_path) }}'"
+            "echo '%s {{ sglang_stack_model_path }}'"
             " >> %s/{{ inventory_hostname }}.models" % (entry, log_dir, entry, log_dir))
         out["changed_when"] = False
     else:                                             # sgl_kernel_sm120 install, sglang_release manifest
@@ -103,7 +103,7 @@ def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=Non
                  "sglang_release_group": grp.getgrgid(os.getgid()).gr_name},
         "children": {"sglang_servers": {"children": {
             "pair": {"hosts": {h: hosts[h] for h in ("gpu-a", "gpu-b")},
-                     "vars": {"sglang_stack_service_multinode_group": "pair", "sglang_service_tp_size": 16}},
+                     "vars": {"sglang_stack_service_multinode_group": "pair", "sglang_stack_service_tp_size": 16}},
             "solo": {"hosts": {"gpu-c": hosts["gpu-c"]}},
         }}},
     }}
