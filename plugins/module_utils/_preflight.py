@@ -491,7 +491,7 @@ def check_disk(host, cfg):
             short.append("%s: %.1f GB free < %.0f GB" % (labels, free_gb, need))
     if short:
         return check(name, FAIL, "; ".join(short) + " (venv + torch nightly + sgl-kernel build tree)",
-                     "free space on that filesystem or point sglang_release_root at a larger one; "
+                     "free space on that filesystem or point sglang_stack_root at a larger one; "
                      "preflight_min_disk_gb sets the bar")
     return check(name, PASS, "; ".join(parts) + " (>= %.0f GB each)" % need)
 

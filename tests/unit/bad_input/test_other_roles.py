@@ -57,7 +57,7 @@ CASES = [
      ["sglang_release_failed_marker", "single name"]),
     ("release-switch-outside", "sglang_release", "switch", {"sglang_release_dir": "/opt/sglang/releases/../../../etc"},
      ["sglang_release_dir", "/etc"]),
-    ("release-root-relative", "sglang_release", None, {"sglang_release_root": "opt/sglang"}, ["sglang_release_root", "absolute path"]),
+    ("release-root-relative", "sglang_release", None, {"sglang_stack_root": "opt/sglang"}, ["sglang_stack_root", "absolute path"]),
     ("release-id-length-zero", "sglang_release", None, {"sglang_release_id_length": 0}, ["sglang_release_id_length", ">= 8 and <= 64, got 0"]),
     ("preflight-smoke-timeout-zero", "preflight", None, {"preflight_nccl_smoke_timeout": 0}, ["preflight_nccl_smoke_timeout", ">= 1, got 0"]),
     ("preflight-smoke-size-negative", "preflight", None, {"preflight_nccl_smoke_size_mb": -64}, ["preflight_nccl_smoke_size_mb", "got -64"]),

@@ -22,21 +22,24 @@ def _contract():
 
 CASES = [
     # (id, overrides, needles)
-    ("torch-pin-diverges", {"sglang_release_torch_version": "2.13.0+cu130"},
-     ["sglang_release_torch_version is '2.13.0+cu130'", "sglang_stack_torch_version is '2.12.0.dev20260307+cu130'"]),
+    ("retired-release-torch-pin", {"sglang_release_torch_version": "2.13.0+cu130"},
+     ["sglang_release_torch_version is no longer read", "Set sglang_stack_torch_version"]),
     # retired: refused even with the contract's own value, since no role would read it
     ("retired-torch-pin", {"torch_nightly_version": "2.12.0.dev20260307+cu130"},
      ["torch_nightly_version is no longer read", "Set sglang_stack_torch_version"]),
     ("retired-venv", {"torch_nightly_venv": "/srv/venv"}, ["torch_nightly_venv is no longer read", "sglang_stack_venv"]),
-    ("flashinfer-pin-diverges-from-a-set-contract",
-     {"sglang_release_flashinfer_version": "0.6.5", "sglang_stack_flashinfer_version": "0.6.17"},
-     ["sglang_release_flashinfer_version is '0.6.5'", "sglang_stack_flashinfer_version is '0.6.17'"]),
+    # retired: refused even when it equals the contract's value set beside it
+    ("retired-release-flashinfer-pin-beside-the-contract",
+     {"sglang_release_flashinfer_version": "0.6.17", "sglang_stack_flashinfer_version": "0.6.17"},
+     ["sglang_release_flashinfer_version is no longer read", "Set sglang_stack_flashinfer_version"]),
     ("retired-flashinfer-pin", {"flashinfer_version": "0.6.5"},
      ["flashinfer_version is no longer read", "Set sglang_stack_flashinfer_version"]),
     ("retired-kernel-patches", {"sgl_kernel_sm120_patches": ["cmake_policy_guards"]},
      ["sgl_kernel_sm120_patches is no longer read", "Set sglang_stack_kernel_patches"]),
-    ("release-key-alias-diverges", {"sglang_release_cuda_version": "13.1"},
-     ["sglang_release_cuda_version is '13.1'", "sglang_stack_cuda_version is '13.0'"]),
+    ("retired-release-cuda-version", {"sglang_release_cuda_version": "13.1"},
+     ["sglang_release_cuda_version is no longer read", "Set sglang_stack_cuda_version"]),
+    ("retired-release-manifest-probe", {"sglang_release_manifest_probe": {}},
+     ["sglang_release_manifest_probe is no longer read", "Set sglang_stack_probe_result"]),
     ("retired-audit-root", {"sglang_audit_root": "/srv/sglang"},
      ["sglang_audit_root is no longer read", "Set sglang_stack_root"]),
     ("retired-sglang-monitoring-release-current", {"sglang_monitoring_release_current": "/srv/sglang/current"},
