@@ -54,7 +54,6 @@ def _run(tmp_path, role, role_vars):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("role, role_vars, needle", [
-    ("cuda_toolchain", {"sglang_stack_cuda_install_method": "yum"}, "sglang_stack_cuda_install_method"),
     ("cuda_toolchain", {"cuda_toolchain_pip_timeout": "soon"}, "cuda_toolchain_pip_timeout"),
     ("torch_nightly", {"torch_nightly_no_index": "sometimes"}, "torch_nightly_no_index"),
     ("flashinfer", {"flashinfer_install_cubin": "maybe"}, "flashinfer_install_cubin"),
