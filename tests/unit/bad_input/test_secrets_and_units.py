@@ -75,7 +75,7 @@ def test_launcher_needs_the_separator(tmp_path):
 def _render(tmp_path, extra):
     """The role's unit, environment file and health gate, rendered by ansible's template module."""
     facts = {
-        "sglang_stack_model_path": "/srv/models/qwen", "sglang_service_api_key": KEY,
+        "sglang_service_model_path": "/srv/models/qwen", "sglang_service_api_key": KEY,
         "sglang_service__argv": ["--model-path", "/srv/models/qwen", "--host", "0.0.0.0"],
         "sglang_service__backends": {"source": "probe"}, "sglang_service__kv": {"dtype": "bf16", "reason": "test"},
         "sglang_service__parser": {"revision": "0.5.9"}, "sglang_service__device_closed": False,

@@ -6,7 +6,7 @@ import pytest
 from harness import run_role
 
 KEY = "k" * 40
-BASE = {"sglang_stack_model_path": "/srv/models/none", "sglang_service_python": "/nonexistent/venv/bin/python",
+BASE = {"sglang_service_model_path": "/srv/models/none", "sglang_service_python": "/nonexistent/venv/bin/python",
         "sglang_service_start": "never", "sglang_service_inspect_checkpoint": False,
         "sglang_service_fp4_gemm_backend": "flashinfer_cudnn", "sglang_service_moe_runner_backend": "flashinfer_cutlass",
         "sglang_service_kv_cache_dtype": "bf16"}
@@ -24,7 +24,7 @@ CASES = [
     ("computed-env-cr", {"sglang_stack_service_env": {"NCCL_P2P_DISABLE": "1\rX=2"}},
      ["sglang_stack_service_env", "a carriage return"]),
     ("api-key-newline", {"sglang_service_api_key": KEY + "\nEVIL=1"}, ["sglang_service_api_key", "a newline"]),
-    ("model-path-nul", {"sglang_stack_model_path": "/srv/m\x00x"}, ["sglang_stack_model_path", "NUL"]),
+    ("model-path-nul", {"sglang_service_model_path": "/srv/m\x00x"}, ["sglang_service_model_path", "NUL"]),
     ("no-proxy-newline", {"sglang_service_no_proxy": ["127.0.0.1", "localhost", "0.0.0.0", "::1", "a\nb"]},
      ["sglang_service_no_proxy", "a newline"]),
     ("host-code", {"sglang_stack_service_host": "127.0.0.1\"; import os; os.system('id'); \""},

@@ -53,14 +53,17 @@ CASES = [
     ("retired-preflight-target-compute-capability", {"preflight_target_compute_capability": "12.1"},
      ["preflight_target_compute_capability is no longer read", "Set sglang_stack_compute_capability"]),
     ("retired-service-tp", {"sglang_service_tp_size": 8}, ["sglang_service_tp_size is no longer read", "Set sglang_stack_service_tp_size"]),
-    ("retired-service-model-path", {"sglang_service_model_path": "/srv/models/m"},
-     ["sglang_service_model_path is no longer read", "Set sglang_stack_model_path"]),
 ]
 
 
 # Role defaults that read a contract value under a role's own name, each for a setting of its own that merely starts
-# from it (a StateDirectory=/CacheDirectory= name that defaults to the unit name), not a second name for the value.
-OWN_SETTINGS = {"sglang_service_state_dir_name", "sglang_service_cache_dir_name"}
+# from it, not a second name for the value.
+OWN_SETTINGS = {
+    # StateDirectory=/CacheDirectory= names that default to the unit name
+    "sglang_service_state_dir_name", "sglang_service_cache_dir_name",
+    # the model the unit serves: the rollout sets it to the manifest's model, whatever sglang_stack_model_path says
+    "sglang_service_model_path",
+}
 
 
 @pytest.mark.parametrize("case_id, overrides, needles", CASES, ids=[c[0] for c in CASES])

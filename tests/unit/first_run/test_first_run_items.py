@@ -30,7 +30,7 @@ import ansible_run  # noqa: E402
 from _playbook_standins import PLAYBOOK, standin_playbook  # noqa: E402
 from harness import run_role  # noqa: E402
 
-SERVICE = {"sglang_stack_model_path": "/srv/models/none", "sglang_service_python": "/nonexistent/venv/bin/python",
+SERVICE = {"sglang_service_model_path": "/srv/models/none", "sglang_service_python": "/nonexistent/venv/bin/python",
            "sglang_service_start": "never", "sglang_service_inspect_checkpoint": False,
            "sglang_service_fp4_gemm_backend": "flashinfer_cudnn", "sglang_service_moe_runner_backend": "flashinfer_cutlass",
            "sglang_service_kv_cache_dtype": "bf16", "sglang_service_compute_capability": "12.0"}

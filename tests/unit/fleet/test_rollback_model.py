@@ -11,7 +11,7 @@ Stood in (tests/unit/_playbook_standins.py; each keeps the name, tags, ``when`` 
 roles that need a GPU host, a network or systemd. The model role's fetch and verification sets ``sglang_model_result``
 to the test's model (tests/unit/model covers the real one). sglang_service's main entry point writes the unit the way
 the role renders its model: ``ExecStart`` with the real filters (``sglang_service_args``, ``systemd_exec_args``) from
-``sglang_stack_model_path`` and an ``Environment=`` line per ``sglang_service_model_env`` entry, and logs the restart.
+``sglang_service_model_path`` and an ``Environment=`` line per ``sglang_service_model_env`` entry, and logs the restart.
 
 Release A serves M1, a verified checkpoint (the model role ran: a local directory, its revision and manifest digest,
 HF_HUB_OFFLINE=1); release B serves M2, a Hub id configured with ``-e sglang_stack_model_path`` (no model role, no
@@ -42,12 +42,12 @@ M2 = "acme/m2"
 INJECTED = [["/bin/sh", "-c", "echo injected health failure >&2; exit 1"]]
 pytestmark = pytest.mark.slow
 
-# the role reads sglang_stack_model_path; its default sglang_service_model_env = {}
+# the role's defaults: sglang_service_model_path = sglang_stack_model_path, sglang_service_model_env = {}
 UNIT = r"""[Service]
 {% for key, value in sglang_service_model_env | default({}) | dictsort %}Environment="{{ key }}={{ value }}"
 {% endfor %}ExecStart={{ ['/opt/sglang/current/venv/bin/python', '-m', 'sglang.launch_server']
                          | blackwell.sglang.systemd_exec_args }} -- \
-{% for line in {'model_path': sglang_stack_model_path, 'port': 30000}
+{% for line in {'model_path': sglang_service_model_path | default(sglang_stack_model_path), 'port': 30000}
                | blackwell.sglang.sglang_service_args | blackwell.sglang.systemd_exec_args(per_flag=true) %}
     {{ line }}{{ ' \\' if not loop.last else '' }}
 {% endfor %}"""
@@ -71,7 +71,7 @@ def _double(task, tmp):
                 "dest": "{{ sglang_stack_service_unit_dir }}/{{ sglang_stack_service_name }}.service",
                 "content": UNIT, "mode": "0644"}},
             {"name": "Log the restart", "ansible.builtin.shell": (
-                "echo 'restart={{ sglang_service_restart | default(false) }} model={{ sglang_stack_model_path }}'"
+                "echo 'restart={{ sglang_service_restart | default(false) }} model={{ sglang_service_model_path | default(sglang_stack_model_path) }}'"
                 " >> %s/service.log" % tmp), "changed_when": False}]
         return out
     facts = standins.stage_facts(role, entry, switched=None)

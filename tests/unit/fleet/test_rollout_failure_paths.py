@@ -39,7 +39,7 @@ def _double(task, log_dir):
     elif role == "sglang_service":
         out["ansible.builtin.shell"] = (
             "echo '%s restart={{ sglang_service_restart | default(false) }}' >> %s/{{ inventory_hostname }}.log; "
-            "echo '%s {{ sglang_stack_model_path }}'"
+            "echo '%s {{ sglang_service_model_path | default(sglang_stack_model_path) }}'"
             " >> %s/{{ inventory_hostname }}.models" % (entry, log_dir, entry, log_dir))
         out["changed_when"] = False
     else:                                             # sgl_kernel_sm120 install, sglang_release manifest

@@ -82,7 +82,7 @@ def _converge(tmp_path, host_vars, play_vars):
          "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_release", "tasks_from": "manifest"}},
         {"name": "What the service was given", "ansible.builtin.copy": {
             "dest": report, "mode": "0644",
-            "content": "{{ {'model_path': sglang_stack_model_path, 'checkpoint': sglang_service__checkpoint,"
+            "content": "{{ {'model_path': sglang_service_model_path, 'checkpoint': sglang_service__checkpoint,"
                        " 'kv': sglang_service__kv, 'model_env': sglang_service_model_env} | to_json }}"}},
     ]
     play = [{"name": "wiring", "hosts": "all", "gather_facts": False, "vars": play_vars, "tasks": tasks}]

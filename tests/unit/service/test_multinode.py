@@ -212,7 +212,7 @@ def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
     policy on a multi-node rank also allows the InfiniBand verbs groups and rdma_cm; a single node does not."""
     role = os.path.join(ROOT, "roles", "sglang_service")
     facts = {
-        "sglang_stack_model_path": "/srv/models/qwen",
+        "sglang_service_model_path": "/srv/models/qwen",
         "sglang_service__argv": ["--model-path", "/srv/models/qwen", "--nnodes", "2", "--node-rank", "1"],
         "sglang_service__backends": {"source": "probe"}, "sglang_service__kv": {"dtype": "bf16", "reason": "test"},
         "sglang_service__parser": {"revision": "0.5.9"}, "sglang_service__device_closed": True,
