@@ -146,7 +146,7 @@ sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blac
 	  --local --requirements --python 3.11 --color no $(SANITY_ARGS)
 
 unit: venv ## pytest tests/unit on PYTEST_JOBS workers (pytest-xdist; no tests collected = failure)
-	@rc=0; $(BIN)/pytest tests/unit -n $(PYTEST_JOBS) $(PYTEST_ARGS) || rc=$$?; \
+	@rc=0; $(BIN)/pytest tests/unit -n $(PYTEST_JOBS) --durations=30 $(PYTEST_ARGS) || rc=$$?; \
 	if [[ $$rc -eq 5 ]]; then echo "pytest collected no tests (exit 5): that is a failure here" >&2; fi; \
 	exit $$rc
 
