@@ -26,19 +26,6 @@ def input_problems(values, rule=None):
         raise AnsibleFilterError(str(exc))
 
 
-def stack_alias_problems(values, aliases, contract, retired=None):
-    """``{name: value}`` -> messages for every alias of ``aliases`` (``{alias: contract name}``) whose value differs
-    from ``contract[<contract name>]``, and for every name of ``retired`` (``{old name: contract name}``) that is set
-    at all (empty = the inventory sets each value once, by the name the roles read)."""
-    for label, arg in (("values", values), ("aliases", aliases), ("contract", contract), ("retired", retired or {})):
-        if not isinstance(arg, dict):
-            raise AnsibleFilterError("stack_alias_problems expects %s as a dict, got %s" % (label, type(arg).__name__))
-    try:
-        return _inputs.alias_problems(dict(values), dict(aliases), dict(contract), dict(retired or {}))
-    except ValueError as exc:
-        raise AnsibleFilterError(str(exc))
-
-
 def mask_secrets(text, secrets=None):
     """``text`` (or each line of a list) with secret values and key-looking patterns masked."""
     secrets = [s for s in (secrets or []) if s]
@@ -70,7 +57,6 @@ class FilterModule(object):
         return {
             "input_problems": input_problems,
             "mask_secrets": mask_secrets,
-            "stack_alias_problems": stack_alias_problems,
             "mask_url": mask_url,
             "systemd_env_value": systemd_env_value,
         }

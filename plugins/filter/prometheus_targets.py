@@ -10,7 +10,7 @@ short_description: Prometheus scrape targets for inventory hosts, with each host
 version_added: "0.1.0"
 description:
   - For each host, the address is its C(sglang_prometheus_scrape_address), else its C(ansible_host), else its
-    inventory name; the port is the host's variable O(port_var) (for example C(sglang_service_port)), else O(port).
+    inventory name; the port is the host's variable O(port_var) (for example C(sglang_stack_service_port)), else O(port).
   - Used by C(playbooks/monitoring.yml) to build the inputs of C(blackwell.sglang.sglang_prometheus).
 positional: hostvars, port_var, port
 options:

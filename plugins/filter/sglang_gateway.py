@@ -11,11 +11,9 @@ from ansible_collections.blackwell.sglang.plugins.module_utils import _gateway
 
 
 def _service_value(hv, name):
-    """A worker's service setting from the inventory: the sglang_service alias where the inventory still sets it
-    (the preflight refuses one that differs from the contract), else the stack contract's ``sglang_stack_<name>``
-    (roles/sglang_stack; the inventories set it there). None when neither is set."""
-    value = hv.get("sglang_service_" + name)
-    return value if value not in (None, "") else hv.get("sglang_stack_service_" + name)
+    """A worker's service setting from the inventory: the stack contract's ``sglang_stack_service_<name>``
+    (roles/sglang_stack; the inventories set it there). None when it is not set."""
+    return hv.get("sglang_stack_service_" + name)
 
 
 def _servers(host_names, hostvars, groups, default_port, default_scheme):
@@ -48,9 +46,8 @@ def sglang_gateway_workers(host_names, hostvars, groups, default_port, default_s
 
     Per server host: ``sglang_gateway_worker_address`` (else ``ansible_host``, else the inventory name),
     ``sglang_gateway_worker_port`` (else ``default_port``), ``sglang_gateway_worker_scheme``, the multi-node group
-    (``sglang_stack_service_multinode_group``, or its alias ``sglang_service_multinode_group``) with its members'
-    explicit ``sglang_service_node_rank``; also SGLang's port and bind address (``sglang_stack_service_port`` /
-    ``_host``, or the ``sglang_service_`` aliases) for the checks of :func:`sglang_gateway_args`. One worker per
+    (``sglang_stack_service_multinode_group``) with its members' explicit ``sglang_service_node_rank``; also SGLang's
+    port and bind address (``sglang_stack_service_port`` / ``_host``) for the checks of :func:`sglang_gateway_args`. One worker per
     server (rank 0 of a multi-node server, _gateway.plan_workers); a GatewayError becomes a filter error.
     """
     try:

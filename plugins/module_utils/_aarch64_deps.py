@@ -28,7 +28,7 @@ DEPENDENCIES = {
     "cuda-toolkit": {
         "route": "index", "checked": None,
         "what": "NVIDIA's apt repository for sbsa (repos/<ubuntu2204|ubuntu2404>/sbsa), or the CUDA 13 pip wheels; "
-                "DGX OS ships CUDA 13 already (cuda_toolchain_method: existing)"},
+                "DGX OS ships CUDA 13 already (sglang_stack_cuda_install_method: existing)"},
     "torch": {
         "route": "index", "checked": "torch-2.13.0-cp312-cp312-manylinux_2_28_aarch64.whl (PyPI)",
         "what": "install the cu130 build from download.pytorch.org/whl/cu130 first (its +cu130 aarch64 wheel), then "

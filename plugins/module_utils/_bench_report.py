@@ -8,7 +8,7 @@ Input is what ``playbooks/benchmark.yml`` leaves on the controller::
     <results_dir>/<host>/<run_id>/c<N>.jsonl     one line per run of SGLang's serving benchmark
                                                  (``python -m sglang.bench_serving`` / ``sglang.benchmark.serving``)
     <results_dir>/<host>/<run_id>/run.json       what was asked for (levels, lengths, module, status, failures)
-    <results_dir>/<host>/<run_id>/manifest.json  copy of ``{{ sglang_release_current }}/manifest.json`` (optional)
+    <results_dir>/<host>/<run_id>/manifest.json  copy of ``{{ sglang_stack_current }}/manifest.json`` (optional)
 
 and the report goes to ``<results_dir>/reports/<run_id>/{report.md,report.json,throughput.png}``.
 

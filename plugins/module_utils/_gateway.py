@@ -81,7 +81,7 @@ def plan_workers(servers, group_name="sglang_servers"):
 
     :param servers: list of dicts, one per host of the worker group, in inventory order: ``host`` (inventory name),
         ``address`` (what the gateway connects to), ``port`` (int), optional ``scheme`` (``http``), optional
-        ``multinode_members`` (the host names of its ``sglang_service_multinode_group``, ``[]`` for one box),
+        ``multinode_members`` (the host names of its ``sglang_stack_service_multinode_group``, ``[]`` for one box),
         optional ``node_rank`` (an explicit ``sglang_service_node_rank`` or None), optional ``ranks`` (host ->
         explicit rank of the other members).
     :param group_name: the inventory group's name, for messages (``sglang_gateway_workers_group``).
@@ -138,9 +138,9 @@ def check_settings(gateway_host, workers, settings, policies=None, server_ports=
     :param workers: from :func:`plan_workers`.
     :param settings: dict with ``port``, ``prometheus_port``, ``policy`` (and optional ``health_check_port``).
     :param policies: the ``--policy`` choices of the installed smg (None: not read yet, policy not checked).
-    :param server_ports: host -> SGLang's port (``sglang_service_port``) of the worker hosts; a gateway on a worker
+    :param server_ports: host -> SGLang's port (``sglang_stack_service_port``) of the worker hosts; a gateway on a worker
         host must not take that port.
-    :param server_binds: host -> SGLang's bind address (``sglang_service_host``); a loopback-only worker cannot be
+    :param server_binds: host -> SGLang's bind address (``sglang_stack_service_host``); a loopback-only worker cannot be
         reached from a gateway on another host.
     :raises GatewayError: naming the variable.
     """
@@ -166,16 +166,16 @@ def check_settings(gateway_host, workers, settings, policies=None, server_ports=
     if server_port not in (None, ""):
         for value, key in ports.items():
             if value == int(server_port):
-                raise GatewayError("sglang_gateway_%s: %d is SGLang's port (sglang_service_port) on %s, which is also "
+                raise GatewayError("sglang_gateway_%s: %d is SGLang's port (sglang_stack_service_port) on %s, which is also "
                                    "a worker; pick another port" % (key, value, gateway_host),
                                    variable="sglang_gateway_" + key)
         passed.append("no clash with SGLang's port on this host")
     for worker in workers:
         bind = (server_binds or {}).get(worker["host"])
         if bind and _is_loopback(bind) and worker["host"] != gateway_host:
-            raise GatewayError("sglang_service_host of %s is %s: SGLang listens on loopback only and the gateway on "
+            raise GatewayError("sglang_stack_service_host of %s is %s: SGLang listens on loopback only and the gateway on "
                                "%s cannot reach it (bind it to an address the gateway reaches)"
-                               % (worker["host"], bind, gateway_host), variable="sglang_service_host")
+                               % (worker["host"], bind, gateway_host), variable="sglang_stack_service_host")
     passed.append("workers reachable by address")
     policy = settings.get("policy")
     if policies is not None:

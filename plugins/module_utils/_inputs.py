@@ -48,12 +48,6 @@ Why each rule exists:
   same, so the same release id would stand for different code; ``allow`` names the switch that accepts one.
 * ``model_path``: ``""`` (none yet), an absolute path without ``..`` or a Hugging Face repository id ``org/name``.
 * ``outside_collection(root=)``: a controller path (report, cache) that is not inside the installed collection.
-
-Stack-contract aliases (:func:`alias_problems`): a role variable that stands for a value of the stack contract
-(``sglang_release_torch_version`` for ``sglang_stack_torch_version``, the table ``sglang_stack_pin_aliases`` of
-roles/sglang_stack) must resolve to the contract's value; otherwise the roles would build one stack and key the
-release on another (an inventory that still sets the role's own name). A retired name (``torch_nightly_version``,
-the table ``sglang_stack_retired_names``), one that the roles no longer read, must not be set at all.
 """
 
 from __future__ import annotations
@@ -575,45 +569,6 @@ def check(table):
         if not isinstance(values, dict):
             raise ValueError("input rule %r: expected a dict {variable: value}, got %s" % (rule, type(values).__name__))
         out.extend(problems(values, rule))
-    return out
-
-
-def _same(left, right):
-    """Equal values; scalars also when their text is equal (an inventory's ``"8"`` against ``8``)."""
-    if left == right:
-        return True
-    scalar = (str, int, float, bool, type(None))
-    return isinstance(left, scalar) and isinstance(right, scalar) and str(left) == str(right)
-
-
-def alias_problems(values, aliases, contract, retired=None):
-    """Messages for every role alias whose value differs from its contract variable's value, and for every retired
-    name that is set.
-
-    ``values``: ``{name: resolved value}`` of the aliases and retired names that are defined (a name that is not
-    defined cannot differ). ``aliases``: ``{alias name: contract name}`` (``sglang_stack_pin_aliases``). ``contract``:
-    ``{contract name: resolved value}``. ``retired``: ``{old name: contract name}`` (``sglang_stack_retired_names``):
-    names no role reads any more, so a value set under one would be ignored; any value is refused, naming the contract
-    name to set instead. A contract name missing from ``contract`` is an error of the caller (ValueError). Returns the
-    messages sorted by name; empty = no divergence.
-    """
-    retired = retired or {}
-    out = []
-    for alias in sorted(values):
-        if alias in retired:
-            out.append("%s is no longer read: the roles read the stack contract's %s. Set %s "
-                       "(inventories/<name>/group_vars/all/sglang_stack.yml) and remove %s from the inventory"
-                       % (alias, retired[alias], retired[alias], alias))
-            continue
-        if alias not in aliases:
-            continue
-        name = aliases[alias]
-        if name not in contract:
-            raise ValueError("%s is listed as an alias of %s, which the stack contract does not define" % (alias, name))
-        if not _same(values[alias], contract[name]):
-            out.append("%s is %s but the stack contract's %s is %s: the roles would disagree on it. Set the value once, "
-                       "as %s (inventories/<name>/group_vars/all/sglang_stack.yml), and remove %s from the inventory"
-                       % (alias, _show(values[alias]), name, _show(contract[name]), name, alias))
     return out
 
 

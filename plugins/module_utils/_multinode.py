@@ -3,7 +3,7 @@
 # Apache-2.0 (see LICENSE)
 """Plan one SGLang server that spans several hosts (``--nnodes``, ``--node-rank``, ``--dist-init-addr``).
 
-An inventory group names the hosts of one multi-node server (``sglang_service_multinode_group``). This module turns
+An inventory group names the hosts of one multi-node server (``sglang_stack_service_multinode_group``). This module turns
 that group into the three launch_server flags for one member and checks, before anything changes on a host, what
 would otherwise fail minutes into model loading:
 
@@ -106,7 +106,7 @@ def plan_multinode(members, host, tp_size, ranks=None, addresses=None, batch=Non
     nnodes = len(members)
     if nnodes < 2:
         raise MultinodeError("a multi-node group needs at least 2 hosts, it has 1 (%s); unset "
-                             "sglang_service_multinode_group for a single-node server" % members[0])
+                             "sglang_stack_service_multinode_group for a single-node server" % members[0])
 
     ranks = dict(ranks or {})
     by_rank = {}

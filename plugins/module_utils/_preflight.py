@@ -219,7 +219,7 @@ def check_compute_capability(gpu, cfg):
         return check(name, _gpu_status(cfg),
                      "%s; this host is not an SM%s target (the stack builds %sa kernels for compute capability %s: "
                      "RTX PRO 6000 / RTX 5090 Blackwell)" % ("; ".join(parts), target.replace(".", ""), arch, target),
-                     "run on a Blackwell SM%s host, or set preflight_target_compute_capability / "
+                     "run on a Blackwell SM%s host, or set sglang_stack_compute_capability / "
                      "preflight_gpu_indices to the GPUs meant to serve" % target.replace(".", ""))
     return check(name, PASS, "tensor-parallel GPUs %s have compute capability %s" % (
         ", ".join(str(g.get("index")) for g in members), target))
@@ -235,7 +235,7 @@ def check_tensor_parallel(gpu, cfg):
     members, wanted = tp_set(gpu, cfg)
     problems = []
     if tp < 1:
-        problems.append("sglang_service_tp_size must be >= 1, got %d" % tp)
+        problems.append("sglang_stack_service_tp_size must be >= 1, got %d" % tp)
     if tp > len(usable):
         problems.append("TP %d > %d usable GPU(s) with compute capability %s (of %d GPU(s)%s)" % (
             tp, len(usable), cfg["target_compute_capability"], gpu["gpu_count"],
@@ -249,7 +249,7 @@ def check_tensor_parallel(gpu, cfg):
             problems.append("preflight_gpu_indices has %d GPU(s) but TP is %d" % (len(wanted), tp))
     if problems:
         return check(name, _gpu_status(cfg), "; ".join(problems),
-                     "lower sglang_service_tp_size to the number of SM%s GPUs or add GPUs"
+                     "lower sglang_stack_service_tp_size to the number of SM%s GPUs or add GPUs"
                      % cfg["target_compute_capability"].replace(".", ""))
     return check(name, PASS, "TP %d <= %d usable GPU(s)" % (tp, len(usable)))
 
@@ -307,7 +307,7 @@ def check_nvcc_version(tool, cfg):
     nvcc = tool.get("nvcc") or {}
     if not nvcc.get("present"):
         if cfg["cuda_install_method"] == "existing":
-            return check(name, FAIL, "cuda_toolchain_method is 'existing' but %s does not exist" % nvcc.get("nvcc"),
+            return check(name, FAIL, "sglang_stack_cuda_install_method is 'existing' but %s does not exist" % nvcc.get("nvcc"),
                          "install CUDA %s there or set cuda_toolchain_home" % cfg["cuda_version"])
         return check(name, SKIP, "no nvcc at %s yet; %s" % (nvcc.get("nvcc"), _toolkit_note(cfg)))
     if not nvcc.get("version"):
@@ -320,7 +320,7 @@ def check_nvcc_version(tool, cfg):
     status = FAIL if cfg["cuda_install_method"] == "existing" or have[0] != want[0] else WARN
     msg = "%s is CUDA %s but CUDA %s is requested" % (nvcc["nvcc"], nvcc["version"], cfg["cuda_version"])
     return check(name, status, msg,
-                 "point cuda_toolchain_home at a CUDA %s toolkit or change cuda_toolchain_cuda_version"
+                 "point cuda_toolchain_home at a CUDA %s toolkit or change sglang_stack_cuda_version"
                  % cfg["cuda_version"])
 
 
@@ -491,7 +491,7 @@ def check_disk(host, cfg):
             short.append("%s: %.1f GB free < %.0f GB" % (labels, free_gb, need))
     if short:
         return check(name, FAIL, "; ".join(short) + " (venv + torch nightly + sgl-kernel build tree)",
-                     "free space on that filesystem or point sglang_release_root at a larger one; "
+                     "free space on that filesystem or point sglang_stack_root at a larger one; "
                      "preflight_min_disk_gb sets the bar")
     return check(name, PASS, "; ".join(parts) + " (>= %.0f GB each)" % need)
 
@@ -682,8 +682,8 @@ def check_distribution(cfg):
                               supported=cfg["supported_distributions"].get("apt") or {})
         if repo["problem"]:
             return check(name, FAIL, "the apt method: %s" % repo["problem"],
-                         "set preflight_cuda_repo_slug / sglang_stack_cuda_apt_distro_slug to the matching base (e.g. "
-                         "ubuntu2204 for Pop!_OS 22.04) or use cuda_toolchain_method: pip")
+                         "set sglang_stack_cuda_apt_distro_slug to the matching base (e.g. "
+                         "ubuntu2204 for Pop!_OS 22.04) or use sglang_stack_cuda_install_method: pip")
         return check(name, PASS, "%s %s (%s): CUDA apt repository %s" % (
             dist.get("distribution"), dist.get("version"), arch, repo["path"]))
     glibc = dist.get("glibc")
@@ -701,7 +701,7 @@ def check_model_path(host, cfg):
     name = "model_path"
     path = cfg.get("model_path") or ""
     if not path:
-        return check(name, SKIP, "no model path set (preflight_model_path, default sglang_stack_model_path)")
+        return check(name, SKIP, "no model path set (sglang_stack_model_path)")
     if not path.startswith("/"):
         return check(name, PASS, "%s is a Hugging Face id; SGLang downloads it into HF_HOME on first start" % path)
     info = (host.get("paths") or {}).get("model") or {}
@@ -709,8 +709,7 @@ def check_model_path(host, cfg):
         return check(name, PASS, "%s exists%s" % (path, "" if info.get("is_dir") else " (not a directory)"))
     status = FAIL if cfg["model_path_required"] else WARN
     return check(name, status, "model path %s does not exist on this host" % path,
-                 "copy the checkpoint there, fix sglang_stack_model_path (or preflight_model_path, which defaults "
-                 "to it), or set preflight_model_path_required: false if a later step provides it")
+                 "copy the checkpoint there, fix sglang_stack_model_path, or set preflight_model_path_required: false if a later step provides it")
 
 
 def check_kernel_headers(host, cfg):

@@ -92,7 +92,7 @@ def findings(lines, context=None):
                 found["sgl_kernel_arch_gap"] = (
                     77, index, line, "the sgl-kernel wheel has no code for this GPU's arch%s [S13]" % (
                         " (%s missing)" % target if target else ""),
-                    "rebuild sgl-kernel with %s among sgl_kernel_sm120_target_archs (leave sglang_stack_target_archs "
+                    "rebuild sgl-kernel with %s among sglang_stack_target_archs (or leave it "
                     "unset: the hardware profile derives it from the fleet's GPUs); sm_120a code does not run on "
                     "compute capability 12.1; the role's library_archs check names the libraries" % (
                         target or "this GPU's sm_XYa target"), {"missing_arch": target} if target else {})

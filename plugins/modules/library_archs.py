@@ -176,7 +176,7 @@ def main():
     if checked["failed"]:
         result["msg"] = ("%s lack device code for their targets %s: %s. sm_120a code does not run on compute "
                          "capability 12.1 (and the reverse); build with every target in "
-                         "sgl_kernel_sm120_target_archs (the sm120_only patch adds the gencodes the tree lacks on "
+                         "sglang_stack_target_archs (the sm120_only patch adds the gencodes the tree lacks on "
                          "this build host)" % (", ".join(sorted(dists)), ", ".join(p["target_archs"]),
                                                checked["message"]))
         module.fail_json(**result)

@@ -244,7 +244,7 @@ def systemctl_show(module, unit, props):
     return values
 
 
-URL_VAR = "url (the role builds it from sglang_service_host and sglang_service_port)"
+URL_VAR = "url (the role builds it from sglang_stack_service_host and sglang_stack_service_port)"
 TIMEOUT_VAR = "request_timeout (sglang_service_readiness_request_timeout)"
 
 

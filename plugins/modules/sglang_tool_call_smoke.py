@@ -107,7 +107,7 @@ from ansible.module_utils.six.moves.urllib.error import HTTPError, URLError
 from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 from ansible_collections.blackwell.sglang.plugins.module_utils import _tool_call
 
-URL_VAR = "url (the role builds it from sglang_service_host and sglang_service_port)"
+URL_VAR = "url (the role builds it from sglang_stack_service_host and sglang_stack_service_port)"
 
 
 def main():

@@ -77,8 +77,8 @@ unknown:
     message:
       description: What is wrong, with the suggestion.
       type: str
-  sample: [{name: sglang_servcie_tp_size, nearest: sglang_service_tp_size,
-            message: "sglang_servcie_tp_size is not a variable of any role ...: did you mean sglang_service_tp_size?"}]
+  sample: [{name: sglang_servcie_tp_size, nearest: sglang_stack_service_tp_size,
+            message: "sglang_servcie_tp_size is not a variable of any role ...: did you mean sglang_stack_service_tp_size?"}]
 checked:
   description: How many variable names were checked.
   returned: always

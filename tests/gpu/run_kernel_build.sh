@@ -68,13 +68,13 @@ start_pin() {
   "$W/venv/bin/python" -c 'import torch; print("== release venv", __import__("sys").prefix, "torch", torch.__version__)' || exit 1
   local archs; archs=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1].split(",")))' "$TARGETS")
   cat >"$W/vars.json" <<JSON
-{"sgl_kernel_sm120_source_dir": "$W/src/sglang", "sgl_kernel_sm120_venv": "$W/venv",
- "sgl_kernel_sm120_cuda_home": "/usr/local/cuda", "sgl_kernel_sm120_cccl_include_dir": "/usr/local/cuda/include/cccl",
- "sgl_kernel_sm120_release_root": "$W/opt", "sgl_kernel_sm120_log_dir": "$W/log",
+{"sglang_stack_source_dir": "$W/src/sglang", "sglang_stack_venv": "$W/venv",
+ "sglang_stack_cuda_home": "/usr/local/cuda", "sglang_stack_cuda_cccl_include_dir": "/usr/local/cuda/include/cccl",
+ "sglang_stack_root": "$W/opt", "sgl_kernel_sm120_log_dir": "$W/log",
  "sgl_kernel_sm120_wheel_cache_dir": "$W/wheels", "sgl_kernel_sm120_build_root": "$W/build",
- "sgl_kernel_sm120_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn",
+ "sglang_stack_kernel_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback", "drop_sparse_attn",
                               "skip_fa3_build", "sm120_only"],
- "sgl_kernel_sm120_target_archs": $archs, "sgl_kernel_sm120_system_packages": [],
+ "sglang_stack_target_archs": $archs, "sgl_kernel_sm120_system_packages": [],
  "sgl_kernel_sm120_cmake_requirement": "", "sgl_kernel_sm120_max_jobs": ${MAX_JOBS:-16},
  "sgl_kernel_sm120_extra_cmake_args": ["-DNUMA_INCLUDE_DIR=$B/numa/usr/include", "-DNUMA_LIB_DIR=$NUMA"],
  "sgl_kernel_sm120_library_dirs": ["$NUMA"],

@@ -14,7 +14,9 @@ Anywhere else (``register``, task ``vars``, another role's ``defaults/``) that p
 Not allowed: ``<role>__<name>``, ``_<name>``, ``__<name>`` without the role, another role's prefix or none.
 Ansible's own variables (``ansible_*``, e.g. ``ansible_python_interpreter`` in a task's ``vars``) are exempt.
 (Variables handed *to* a role by a playbook or another role's ``include_role`` are that role's arguments and are not
-checked here: the ``vars`` of a task that calls role X named ``X_...``, and a ``set_fact`` key ``X_...`` in a role that
+checked here: the ``vars`` of a task that calls role X named ``X_...`` or ``sglang_stack_...`` (a stack contract value
+the called role reads by its contract name, e.g. the staged release handed to a check as ``sglang_stack_current``),
+and a ``set_fact`` key ``X_...`` in a role that
 calls X (the argument set as a fact, so that it outlives the play, e.g. sglang_converge handing the verified model to
 sglang_service). Neither is a variable re-published as a fact under its own name (``x: "{{ x }}"``). ``item`` and
 Ansible's magic variables are never defined by a role.)
@@ -96,8 +98,8 @@ def _task_definitions(tasks, called=frozenset()):
         if isinstance(task.get("vars"), dict):
             target = _called_role(task)
             for name in task["vars"]:
-                if target and str(name).startswith(target + "_"):
-                    continue        # an argument handed to the role this task calls (its name is that role's)
+                if target and str(name).startswith((target + "_", CONTRACT_PREFIX)):
+                    continue        # an argument handed to the role this task calls (its name is that role's or the contract's)
                 yield name, "vars"
         loop_control = task.get("loop_control")
         if isinstance(loop_control, dict):

@@ -56,7 +56,7 @@ def test_the_preflight_passed_the_repository_the_role_then_used(logs):
 
 def test_the_misspelt_variable_is_named_with_the_real_one(logs):
     warning = [line for line in logs["toolchain"].splitlines() if line.startswith("[WARNING]: sglang_servcie_tp_size ")]
-    assert warning and "sglang_service_tp_size" in warning[0], logs["toolchain"][-3000:]
+    assert warning and "sglang_stack_service_tp_size" in warning[0], logs["toolchain"][-3000:]
 
 
 def test_the_staged_release_has_the_installed_presets_pins(host):

@@ -161,7 +161,7 @@ def test_tool_call_smoke_failure(tmp_path, kind):
         elapsed = time.monotonic() - start
     msg = _clean(result, KEY)
     assert result["failed"] is True and result["verdict"] == "bad_response"
-    _names(msg, ep, "POST http://%s/v1/chat/completions" % ep.hostport, "sglang_service_port")
+    _names(msg, ep, "POST http://%s/v1/chat/completions" % ep.hostport, "sglang_stack_service_port")
     if kind == "401":
         assert "sglang_service_api_key" in msg
     if kind == "silent":
@@ -201,6 +201,6 @@ def test_readiness_failure_names_the_url(tmp_path, kind):
     expect = "last 500" if kind == "500" else ep.expect        # a 5xx is what a loaded server may answer: counted
     assert result["failed"] is True and ep.hostport in msg and expect in msg, msg
     if kind in ("refused", "silent", "dns", "401", "404"):
-        _names(msg, ep, "sglang_service_host", "sglang_service_port")
+        _names(msg, ep, "sglang_stack_service_host", "sglang_stack_service_port")
     assert result["reason"] == ("unreachable" if kind == "dns" else "stalled"), result["reason"]
     assert elapsed < (stall if kind == "dns" else 30), elapsed

@@ -117,7 +117,7 @@ def test_env_values_are_quoted_and_paths_with_spaces_kept(tmp_path):
                                        ("fd00::5", "http://[fd00::5]:30000/health"),
                                        ("0.0.0.0", "http://127.0.0.1:30000/health")])
 def test_health_gate_gets_the_url_as_a_json_literal(tmp_path, host, url):
-    gate = _render(tmp_path, {"sglang_service_host": host})["sglang-health-gate.py"]
+    gate = _render(tmp_path, {"sglang_stack_service_host": host})["sglang-health-gate.py"]
     compile(gate, "gate", "exec")
     assert "URL = %s\n" % json.dumps(url) in gate
 

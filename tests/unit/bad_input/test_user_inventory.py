@@ -33,7 +33,7 @@ CONTRACT = yaml.safe_load((pathlib.Path(ROOT) / "roles" / "sglang_stack" / "defa
 # --- misspelt variables ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name, value, nearest", [
-    ("sglang_servcie_tp_size", 8, "sglang_service_tp_size"),           # the issue's example: a misspelt role prefix
+    ("sglang_servcie_tp_size", 8, "sglang_stack_service_tp_size"),           # the issue's example: a misspelt role prefix
     ("sglang_stack_service_tp", 8, "sglang_stack_service_tp_size"),     # the contract's prefix, a name cut short
     ("torch_nighlty_python", "/usr/bin/python3", "torch_nightly_python"),
     ("preflight_min_disk", 100, "preflight_min_disk_gb"),
@@ -50,7 +50,7 @@ def test_a_misspelt_variable_is_named_with_the_nearest_real_one(tmp_path, name, 
 
 def test_the_switch_refuses_a_misspelt_variable(tmp_path):
     run = run_role(tmp_path, "preflight", {"sglang_servcie_tp_size": 8, "preflight_unknown_variables": "fail"})
-    assert run.refused_by("Look for host variables", "sglang_servcie_tp_size", "did you mean sglang_service_tp_size?",
+    assert run.refused_by("Look for host variables", "sglang_servcie_tp_size", "did you mean sglang_stack_service_tp_size?",
                           "preflight_unknown_variables: fail"), run
 
 
@@ -75,11 +75,11 @@ def test_the_shipped_inventories_have_no_unknown_variable(inventory):
 
 
 def test_unknown_reports_and_leaves_alone():
-    known, prefixes = {"sglang_service_tp_size", "preflight_min_disk_gb"}, ["sglang_service_", "preflight_"]
+    known, prefixes = {"sglang_stack_service_tp_size", "preflight_min_disk_gb"}, ["sglang_service_", "preflight_"]
     found = _variable_names.unknown(["sglang_servcie_tp_size", "preflight_min_disk", "sandbox_x", "__preflight_x",
-                                     "preflight__old", "sglang_service_tp_size", "vault_key"], known, prefixes)
+                                     "preflight__old", "sglang_stack_service_tp_size", "vault_key"], known, prefixes)
     assert [(u["name"], u["nearest"]) for u in found] == [("preflight_min_disk", "preflight_min_disk_gb"),
-                                                          ("sglang_servcie_tp_size", "sglang_service_tp_size")]
+                                                          ("sglang_servcie_tp_size", "sglang_stack_service_tp_size")]
 
 
 def _shown(out, label):

@@ -93,11 +93,11 @@ def _fleet_hashes(tmp_path, units):
     for case, text in units.items():
         task = ansible_run.role_task("sglang_release", "manifest.yml", "Assemble the manifest")
         task["vars"].update({
-            "sglang_release_dir": "/opt/sglang/releases/r1", "sglang_release_manifest_sglang_repo": "",
-            "sglang_release_manifest_sglang_commit": "a" * 40, "sglang_release_manifest_unit_path": "/u",
-            "sglang_release_manifest_kernel_build_key": "", "sglang_release_manifest_kv_cache_dtype": "",
-            "sglang_release_manifest_model_path": "", "sglang_release_manifest_model_revision": "",
-            "sglang_release_manifest_model_verified": None, "sglang_release_manifest_probe": {},
+            "sglang_release_dir": "/opt/sglang/releases/r1", "sglang_stack_sglang_repo": "",
+            "sglang_stack_sglang_commit": "a" * 40, "sglang_release_manifest_unit_path": "/u",
+            "sglang_stack_kernel_build_key": "", "sglang_stack_kv_cache_dtype": "",
+            "sglang_stack_model_path": "", "sglang_release_manifest_model_revision": "",
+            "sglang_release_manifest_model_verified": None, "sglang_stack_probe_result": {},
             "sglang_release_manifest_model_env": {},
             "_sglang_release_mf_venv": {}, "_sglang_release_mf_files": {"results": [{"stat": {"exists": True}}]},
             "_sglang_release_mf_unit": {"content": base64.b64encode(text.encode()).decode()} if text is not None else {}})

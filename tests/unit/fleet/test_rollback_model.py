@@ -96,7 +96,7 @@ def fixture_host(tmp_path):
         "sglang_release_owner": pwd.getpwuid(os.getuid()).pw_name,
         "sglang_release_group": grp.getgrgid(os.getgid()).gr_name,
         "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts"),
-        "sglang_release_manifest_venv": str(root / "no-venv"),
+        "sglang_stack_venv": str(root / "no-venv"),
     }
     inventory = {"all": {"children": {"sglang_servers": {"hosts": {HOST: host}}}}}
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))

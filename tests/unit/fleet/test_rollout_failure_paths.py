@@ -103,7 +103,7 @@ def _run(tmp_path, failing=None, playbook="rollout.yml", extra=None, prepare=Non
                  "sglang_release_group": grp.getgrgid(os.getgid()).gr_name},
         "children": {"sglang_servers": {"children": {
             "pair": {"hosts": {h: hosts[h] for h in ("gpu-a", "gpu-b")},
-                     "vars": {"sglang_stack_service_multinode_group": "pair", "sglang_service_tp_size": 16}},
+                     "vars": {"sglang_stack_service_multinode_group": "pair", "sglang_stack_service_tp_size": 16}},
             "solo": {"hosts": {"gpu-c": hosts["gpu-c"]}},
         }}},
     }}

@@ -31,7 +31,7 @@ PLAY = """
 def _play(tmp_path, extra, expect_rc=0):
     pb = tmp_path / "play.yml"
     pb.write_text(PLAY)
-    vars_ = dict(extra, dump=str(tmp_path / "dump.json"), fp4_probe_release_dir=str(tmp_path / "release"))
+    vars_ = dict(extra, dump=str(tmp_path / "dump.json"), sglang_stack_release_dir=str(tmp_path / "release"))
     proc = ansible_run.playbook(pb, tmp_path, extra_vars=vars_)
     assert proc.returncode == expect_rc, proc
     if expect_rc:

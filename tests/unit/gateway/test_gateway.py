@@ -70,7 +70,7 @@ def test_check_port_clash_with_sglang_on_the_same_host():
         _gateway.check_settings("gpu1", _workers(), {"port": 30000, "prometheus_port": 29000, "policy": "cache_aware"},
                                 server_ports={"gpu1": 30000, "gpu2": 30000})
     assert exc.value.variable == "sglang_gateway_port"
-    assert "sglang_service_port" in str(exc.value)
+    assert "sglang_stack_service_port" in str(exc.value)
     # a separate CPU host may use the port the workers use
     passed = _gateway.check_settings("cpu-gw", _workers(), {"port": 30000, "prometheus_port": 29000, "policy": "x"},
                                      server_ports={"gpu1": 30000, "gpu2": 30000})
@@ -94,7 +94,7 @@ def test_check_loopback_worker_behind_remote_gateway():
     with pytest.raises(_gateway.GatewayError) as exc:
         _gateway.check_settings("gw", _workers(), {"port": 8000, "policy": "cache_aware"},
                                 server_binds={"gpu1": "127.0.0.1", "gpu2": "0.0.0.0"})
-    assert exc.value.variable == "sglang_service_host"
+    assert exc.value.variable == "sglang_stack_service_host"
 
 
 def test_render_args_and_no_key_in_argv():

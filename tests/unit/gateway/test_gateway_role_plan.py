@@ -37,7 +37,7 @@ def _run(tmp_path, inventory, extra_vars=None):
 def _inv(servers, gateways=("gw",), server_vars=None):
     return {"all": {"children": {
         "sglang_servers": {"hosts": {h: dict(ansible_host=addr, **(server_vars or {}).get(h, {})) for h, addr in servers},
-                           "vars": {"sglang_service_host": "0.0.0.0", "sglang_service_port": 30000}},
+                           "vars": {"sglang_stack_service_host": "0.0.0.0", "sglang_stack_service_port": 30000}},
         "sglang_gateways": {"hosts": {g: {} for g in gateways}},
         "pair": {"hosts": {"m1": {}, "m2": {}}},
     }}}
@@ -58,14 +58,14 @@ def test_port_clash_on_a_worker_host_fails_naming_the_variable(tmp_path):
     res, plan = _run(tmp_path, inv, {"sglang_gateway_port": 30000})
     out = res.stdout + res.stderr
     assert res.returncode != 0 and plan is None
-    assert "sglang_gateway_port" in out and "sglang_service_port" in out
+    assert "sglang_gateway_port" in out and "sglang_stack_service_port" in out
 
 
 @pytest.mark.slow
 def test_multinode_server_is_one_worker_and_argv_has_no_key(tmp_path):
     inv = _inv([("a", "10.0.0.1"), ("m1", "10.0.0.2"), ("m2", "10.0.0.3")],
-               server_vars={"m1": {"sglang_service_multinode_group": "pair"},
-                            "m2": {"sglang_service_multinode_group": "pair"}})
+               server_vars={"m1": {"sglang_stack_service_multinode_group": "pair"},
+                            "m2": {"sglang_stack_service_multinode_group": "pair"}})
     res, plan = _run(tmp_path, inv, {"sglang_gateway_policy": "power_of_two"})
     assert res.returncode == 0, res.stdout[-3000:]
     assert [w["url"] for w in plan["workers"]] == ["http://10.0.0.1:30000", "http://10.0.0.2:30000"]

@@ -28,7 +28,8 @@ def test_contract_names_reach_the_plan():
     assert sorted(w["host"] for w in plan["workers"]) == ["a1", "b"]
 
 
-def test_alias_set_by_an_older_inventory_still_counts():
+def test_a_retired_service_name_is_not_read():
+    """sglang_service_port / _host are retired (the preflight refuses an inventory that sets one): the contract wins."""
     hostvars = {"c": {"sglang_service_port": 32000, "sglang_stack_service_port": 30000, "sglang_service_host": "10.0.0.5"}}
     (server,) = _plan(hostvars, {})["servers"]
-    assert server["service_port"] == 32000 and server["service_host"] == "10.0.0.5"
+    assert server["service_port"] == 30000 and server["service_host"] is None

@@ -247,7 +247,7 @@ def fixture_fleet(tmp_path):
                   # what play 1 keeps as facts (set by the roles the stand-ins replace)
                   "sglang_stack_root": str(tmp_path), "sglang_stack_current": str(tmp_path / "current"),
                   "sglang_stack_previous": str(previous), "sglang_release_id": "new",
-                  "sglang_release_dir": str(tmp_path / "new"), "cuda_toolchain_env_file": "/dev/null",
+                  "sglang_release_dir": str(tmp_path / "new"), "sglang_stack_cuda_env_file": "/dev/null",
                   "sglang_stack_venv": str(tmp_path / "venv"), "sglang_stack_flashinfer_version": "0.6.5",
                   "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts"),
                   # the gateway role (real), bounded for the test

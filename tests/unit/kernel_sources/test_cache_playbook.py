@@ -70,7 +70,7 @@ def _tree(tmp_path, bad_hash=False):
 
 def _play(tmp_path, src):
     cache = str(tmp_path / "cache")
-    extra = {"sgl_kernel_sm120_source_dir": src, "sgl_kernel_sm120_source_cache": cache,
+    extra = {"sglang_stack_source_dir": src, "sgl_kernel_sm120_source_cache": cache,
              "kernel_sources_hosts": "localhost", "ansible_python_interpreter": sys.executable}
     proc = ansible_run.playbook(os.path.join(ROOT, "playbooks", "kernel_sources.yml"), tmp_path, extra_vars=extra,
                                 timeout=600)

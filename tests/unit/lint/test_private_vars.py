@@ -116,10 +116,20 @@ def test_stack_contract_facts_may_be_published_by_set_fact_only(tmp_path):
               ansible.builtin.command: "true"
               register: sglang_stack_probe
               changed_when: false
+            - name: A contract value handed to a role this role calls, by its contract name
+              ansible.builtin.import_role:
+                name: blackwell.sglang.other
+              vars:
+                sglang_stack_current: /x/staged
+            - name: The same name as a task's own variable
+              ansible.builtin.debug:
+                msg: "{{ sglang_stack_mine }}"
+              vars:
+                sglang_stack_mine: /x
             """,
     })
     new, _known, _stale = private_vars.check(found, set())
-    assert set(new) == {"demo:sglang_stack_root", "demo:sglang_stack_probe"}
+    assert set(new) == {"demo:sglang_stack_root", "demo:sglang_stack_probe", "demo:sglang_stack_mine"}
 
 
 def test_checkout_has_no_new_violation_and_no_stale_allowlist_entry(capsys):

@@ -65,7 +65,7 @@ def _converge(tmp_path, host_vars, play_vars):
         inventory["all"]["hosts"][host] = dict({
             "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
             "sglang_model_root": str(base / "models"), "sglang_model_state_dir": str(base / "state"),
-            "sglang_release_dir": str(release), "sglang_release_manifest_venv": str(base / "no-venv"),
+            "sglang_release_dir": str(release), "sglang_stack_venv": str(base / "no-venv"),
             "sglang_release_manifest_unit_path": str(base / "no-unit"),
             "sglang_stack_model_path": "/inventory/value"}, **extra)
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))

@@ -404,7 +404,7 @@ def test_distribution(good_tool, dist, method, slug_override, status):
     assert check["status"] == status, check
     if dist["distribution"] == "Pop!_OS" and status == "fail":
         assert "popos1910" in check["message"] and "ubuntu2204/x86_64" in check["message"]
-        assert "preflight_cuda_repo_slug" in check["remedy"]
+        assert "sglang_stack_cuda_apt_distro_slug" in check["remedy"]
 
 
 def test_every_failure_is_reported_at_once(good_tool):

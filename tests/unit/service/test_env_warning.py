@@ -22,7 +22,7 @@ def test_triton_ptxas_warning_only_on_12x_without_the_variable(tmp_path):
         # the task's own vars (the rendered environment) stay; the case sets what the role's defaults would
         task["vars"] = dict(task.get("vars") or {}, sglang_service_compute_capability=cc,
                             sglang_service_nccl_env=nccl_env, sglang_service_extra_env=extra_env,
-                            sglang_service_computed_env={}, sglang_service_model_env={})
+                            sglang_stack_service_env={}, sglang_service_model_env={})
         tasks.append(task)
     res = ansible_run.play(tmp_path, tasks)
     assert res.ok, res

@@ -136,7 +136,7 @@ def _run(tmp_path, extra_vars, limit=None, inventory=None):
             {"name": "role tasks", "ansible.builtin.include_role": {
                 "name": "blackwell.sglang.sglang_service", "tasks_from": "multinode", "public": True}},
             {"name": "the flags the unit would get", "ansible.builtin.set_fact": {
-                "argv": "{{ {'model_path': '/m', 'tp_size': sglang_service_tp_size | int,"
+                "argv": "{{ {'model_path': '/m', 'tp_size': sglang_stack_service_tp_size | int,"
                         " 'nnodes': sglang_service_multinode.nnodes,"
                         " 'node_rank': sglang_service_multinode.node_rank,"
                         " 'dist_init_addr': sglang_service_multinode.dist_init_addr}"
@@ -157,7 +157,7 @@ def _run(tmp_path, extra_vars, limit=None, inventory=None):
 
 @pytest.mark.slow
 def test_role_plans_a_pair_from_the_inventory_group(tmp_path):
-    res, plans = _run(tmp_path, {"sglang_service_multinode_group": "pair", "sglang_service_tp_size": 16},
+    res, plans = _run(tmp_path, {"sglang_stack_service_multinode_group": "pair", "sglang_stack_service_tp_size": 16},
                       limit="pair")
     assert res.returncode == 0, res.stdout + res.stderr
     a, b = plans["gpu-a"], plans["gpu-b"]
@@ -172,7 +172,7 @@ def test_role_plans_a_pair_from_the_inventory_group(tmp_path):
 
 @pytest.mark.slow
 def test_role_single_node_renders_no_multinode_flags(tmp_path):
-    res, plans = _run(tmp_path, {"sglang_service_tp_size": 8}, limit="solo")
+    res, plans = _run(tmp_path, {"sglang_stack_service_tp_size": 8}, limit="solo")
     assert res.returncode == 0, res.stdout + res.stderr
     assert plans["gpu-c"]["plan"]["enabled"] is False
     assert "--nnodes" not in plans["gpu-c"]["argv"]
@@ -180,7 +180,7 @@ def test_role_single_node_renders_no_multinode_flags(tmp_path):
 
 @pytest.mark.slow
 def test_role_refuses_half_a_server(tmp_path):
-    res, plans = _run(tmp_path, {"sglang_service_multinode_group": "pair", "sglang_service_tp_size": 16},
+    res, plans = _run(tmp_path, {"sglang_stack_service_multinode_group": "pair", "sglang_stack_service_tp_size": 16},
                       limit="gpu-a")
     assert res.returncode != 0
     assert "gpu-b not in this play batch" in res.stdout + res.stderr
@@ -192,14 +192,14 @@ def test_role_uses_per_host_ranks_and_refuses_a_missing_group(tmp_path):
     inventory = json.loads(json.dumps(INVENTORY))
     inventory["all"]["children"]["pair"]["hosts"]["gpu-a"]["sglang_service_node_rank"] = 1
     inventory["all"]["children"]["pair"]["hosts"]["gpu-b"]["sglang_service_node_rank"] = 0
-    res, plans = _run(tmp_path, {"sglang_service_multinode_group": "pair", "sglang_service_tp_size": 16},
+    res, plans = _run(tmp_path, {"sglang_stack_service_multinode_group": "pair", "sglang_stack_service_tp_size": 16},
                       limit="pair", inventory=inventory)
     assert res.returncode == 0, res.stdout + res.stderr
     assert plans["gpu-a"]["plan"]["node_rank"] == 1
     assert plans["gpu-a"]["plan"]["dist_init_addr"] == "10.0.0.12:50000"
 
     (tmp_path / "missing").mkdir()
-    res, plans = _run(tmp_path / "missing", {"sglang_service_multinode_group": "paIr", "sglang_service_tp_size": 16},
+    res, plans = _run(tmp_path / "missing", {"sglang_stack_service_multinode_group": "paIr", "sglang_stack_service_tp_size": 16},
                       limit="pair")
     assert res.returncode != 0
     assert "has no such group" in res.stdout + res.stderr

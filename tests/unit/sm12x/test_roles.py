@@ -83,12 +83,12 @@ def run(tmp_path, hosts, plan_kernel=False):
     dump.mkdir()
     inv = {"all": {"hosts": {}, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "preflight_fatal": False,
-        "preflight_require_gpu": True, "preflight_venv": str(tmp_path / "no-venv"),
-        "preflight_cuda_home": str(tmp_path / "no-cuda"), "preflight_disk_paths": {"tmp": str(tmp_path)},
+        "preflight_require_gpu": True, "sglang_stack_venv": str(tmp_path / "no-venv"),
+        "sglang_stack_cuda_home": str(tmp_path / "no-cuda"), "preflight_disk_paths": {"tmp": str(tmp_path)},
         "preflight_lspci": "/bin/false", "sglang_stack_model_path": str(tmp_path / "model"),
         "preflight_model_path_required": False, "dump_dir": str(dump), "plan_kernel": plan_kernel,
-        "sgl_kernel_sm120_venv": _venv(tmp_path), "sgl_kernel_sm120_cuda_home": _cuda_home(tmp_path),
-        "sgl_kernel_sm120_system_packages": [], "sgl_kernel_sm120_release_root": str(tmp_path / "opt"),
+        "sglang_stack_venv": _venv(tmp_path), "sglang_stack_cuda_home": _cuda_home(tmp_path),
+        "sgl_kernel_sm120_system_packages": [], "sglang_stack_root": str(tmp_path / "opt"),
         "sglang_stack_kernel_patches": ["cmake_policy_guards", "cccl_include", "fa3_soft_fallback",
                                         "skip_fa3_build", "sm120_only"]}}}
     for name in hosts:
@@ -96,7 +96,7 @@ def run(tmp_path, hosts, plan_kernel=False):
         if plan_kernel:
             shutil.copytree(os.path.join(FIXTURES, "sgl_kernel_project"), str(src / "sgl-kernel"))
         inv["all"]["hosts"][name] = {"preflight_nvidia_smi": HOSTS[name], "sglang_stack_compute_capability": CC[name],
-                                     "sgl_kernel_sm120_source_dir": str(src)}
+                                     "sglang_stack_source_dir": str(src)}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inv))
     (tmp_path / "play.yml").write_text(PLAY)
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8", ANSIBLE_NOCOLOR="1",
@@ -159,7 +159,7 @@ def _probe(tmp_path, extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
     vars_ = dict(extra, dump=str(tmp_path / "probe-dump.json"), ansible_python_interpreter=sys.executable,
-                 fp4_probe_release_dir=str(tmp_path / "release"), preflight_has_target_gpu=False,
+                 sglang_stack_release_dir=str(tmp_path / "release"), preflight_has_target_gpu=False,
                  fp4_probe_force=True, fp4_probe_python=sys.executable, fp4_probe_m_list=[1],
                  fp4_probe_read_parser=False)
     proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "probe.yml"), "-e",

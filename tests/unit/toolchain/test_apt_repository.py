@@ -98,7 +98,7 @@ def both_roles(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("apt_repo")
     (tmp / "library").mkdir()
     (tmp / "library" / "fake_facts.py").write_text(FAKE_FACTS)
-    inventory = {"all": {"hosts": {name: {"fake_facts": facts, "preflight_model_path": model}
+    inventory = {"all": {"hosts": {name: {"fake_facts": facts, "sglang_stack_model_path": model}
                                    for name, (facts, _path, model) in HOSTS.items()},
                          "vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}}}
     (tmp / "hosts.yml").write_text(yaml.safe_dump(inventory))
@@ -160,7 +160,7 @@ def test_preflight_and_cuda_toolchain_agree(both_roles, host):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("host, status, needle", [
-    ("debian-12-11", "skip", "no model path set (preflight_model_path, default sglang_stack_model_path)"),
+    ("debian-12-11", "skip", "no model path set (sglang_stack_model_path)"),
     ("debian-12", "pass", "Qwen/Qwen3-0.6B is a Hugging Face id"),
     ("ubuntu-2404-arm", "fail", "/nonexistent/model does not exist"),
 ])

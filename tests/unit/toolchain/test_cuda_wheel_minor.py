@@ -6,7 +6,7 @@ import json
 
 import ansible_run
 
-TASK = "Check nvcc was found and every CUDA wheel shares CUDA {{ cuda_toolchain_cuda_version }}"
+TASK = "Check nvcc was found and every CUDA wheel shares CUDA {{ sglang_stack_cuda_version }}"
 CASES = {
     "mixed": ("13.0", {"nvidia-cuda-nvcc": "13.2.78", "nvidia-cuda-runtime": "13.0.96", "nvidia-nvvm": None}),
     "clean": ("13.0", {"nvidia-cuda-nvcc": "13.0.88", "nvidia-cuda-runtime": "13.0.96", "nvidia-cuda-cccl": "13.0.85",
@@ -20,7 +20,7 @@ def test_cuda_wheels_of_another_minor_or_missing_fail_naming_them(tmp_path):
     for case, (version, dists) in CASES.items():
         task = ansible_run.role_task("cuda_toolchain", "install_pip.yml", TASK)
         task.pop("when")
-        task["vars"].update({"cuda_toolchain_cuda_version": version,
+        task["vars"].update({"sglang_stack_cuda_version": version,
                              "cuda_toolchain__wheels": {"home": "/opt/cuda-wheels", "dists": dists}})
         tasks.append(dict(task, register="case_" + case, ignore_errors=True))
     tasks.append({"name": "record", "ansible.builtin.copy": {

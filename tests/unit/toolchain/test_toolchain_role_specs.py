@@ -54,7 +54,6 @@ def _run(tmp_path, role, role_vars):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("role, role_vars, needle", [
-    ("cuda_toolchain", {"cuda_toolchain_method": "yum"}, "cuda_toolchain_method"),
     ("cuda_toolchain", {"cuda_toolchain_pip_timeout": "soon"}, "cuda_toolchain_pip_timeout"),
     ("torch_nightly", {"torch_nightly_no_index": "sometimes"}, "torch_nightly_no_index"),
     ("flashinfer", {"flashinfer_install_cubin": "maybe"}, "flashinfer_install_cubin"),
@@ -82,7 +81,7 @@ def test_unsupported_distribution_fails_before_changes(tmp_path):
         {"name": "Facts of a Pop!_OS 19.10 host", "fake_facts": {"facts": {
             "distribution": "Pop!_OS", "distribution_version": "19.10", "architecture": "x86_64"}}},
         {"name": "The role", "ansible.builtin.include_role": {"name": "blackwell.sglang.cuda_toolchain"},
-         "vars": {"cuda_toolchain_method": "apt"}}]}]
+         "vars": {"sglang_stack_cuda_install_method": "apt"}}]}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     exe = pathlib.Path(sys.executable).parent / "ansible-playbook"
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
@@ -95,5 +94,5 @@ def test_unsupported_distribution_fails_before_changes(tmp_path):
     assert res.returncode != 0
     assert "Pop!_OS 19.10 (x86_64) maps to no NVIDIA CUDA apt repository (it would be 'popos1910'" in out
     assert "debian12, ubuntu2204, ubuntu2404" in out
-    assert "cuda_toolchain_apt_distro_slug" in out
+    assert "sglang_stack_cuda_apt_distro_slug" in out
     assert "changed=0" in out
