@@ -226,7 +226,10 @@ finish() {
 
 jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-ffi + flashinfer (CUTLASS headers) carried
   local pin=${1:-original} W=$B/jit-${1:-original} tb; tb=$(tarball "$pin") || exit 1
-  local out=$B/out/jit-$pin; mkdir -p "$out" "$B/site" "$W/src"
+  local out=${OUT:-$B/out}/jit-$pin; mkdir -p "$out" "$B/site" "$W/src"
+  # the script reads the collection's hardware profiles through the tree's collections/ link, as the unit user
+  [[ -d $R ]] || { cp -a "$src_repo" "$R" && rm -rf "$R/.whl" "$R/.gpu-src"; } || exit 1
+  chmod -R a+rX "$R"
   python3 -m pip install -q --no-index --no-deps --no-compile --target "$B/site" "$src_repo"/.whl/apache_tvm_ffi-*.whl \
     "$src_repo"/.whl/flashinfer_python-*.whl || exit 1
   [[ -d $W/src/sglang ]] || tar xzf "$src_repo/.gpu-src/$tb" -C "$W/src"
@@ -242,7 +245,6 @@ jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-f
     timeout "${JIT_TIMEOUT:-420}" "$py" "$R/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$W/jit-out/nvfp4-jit.json" \
     2>&1 | tee "$out/nvfp4-jit.log"
   cp "$W/jit-out/nvfp4-jit.json" "$out/" || { echo "no nvfp4-jit.json" >&2; return 1; }  # the unit user cannot write to $OUT
-  tar czf "${OUT:-$B}/evidence-jit-$pin.tar.gz" -C "$B/out" "jit-$pin"
 }
 
 cmd=${1:-}; shift || true
