@@ -12,6 +12,8 @@
 #   run_kernel_build.sh evidence PIN WHEEL  the checks of finish on a wheel an earlier call brought back (a fresh
 #                                      machine: a venv over the machine's torch, the wheel installed without deps)
 #   run_kernel_build.sh jit PIN        only SGLang's NVFP4 JIT kernels of that pin, for the target archs
+#   run_kernel_build.sh fijit          FlashInfer's NVFP4 JIT kernels (the current pin's NVFP4 path), for the target
+#                                      archs; carried in .whl: flashinfer-python, tvm-ffi and flashinfer's imports
 # Carried with the call: .whl (ansible-core and its missing dependencies; tvm-ffi and flashinfer-python for jit),
 # .gpu-src (the upstream bundle's tarballs and manifest.json, Debian's libnuma1/libnuma-dev debs).
 # Each step fails when its evidence is missing. The machine may go back between two calls, and a build with it: `build`
@@ -247,6 +249,17 @@ jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-f
   cp "$W/jit-out/nvfp4-jit.json" "$out/" || { echo "no nvfp4-jit.json" >&2; return 1; }  # the unit user cannot write to $OUT
 }
 
+fijit() {  # FlashInfer's NVFP4 quantization and CUTLASS GEMM, built by FlashInfer's own JIT specs
+  local out=${OUT:-$B/out}/flashinfer-fp4-jit; mkdir -p "$out" "$B/fisite"
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$B/fisite" "$src_repo"/.whl/*.whl || exit 1
+  nvidia-smi --query-gpu=name,compute_cap,driver_version --format=csv,noheader >"$out/gpu.txt"
+  nvcc --version | tail -2 >"$out/nvcc.txt"; nvcc --list-gpu-arch | tr '\n' ' ' >>"$out/nvcc.txt"
+  FLASHINFER_WORKSPACE_BASE=$B/fi-ws CUDA_HOME=/usr/local/cuda PATH=/usr/local/cuda/bin:$PATH \
+    python3 "$src_repo/tests/gpu/flashinfer_fp4_jit.py" "$B/fisite" "$out/flashinfer-fp4-jit.json" \
+    --timeout "${JIT_TIMEOUT:-400}" 2>&1 | tee "$out/flashinfer-fp4-jit.log"
+  return "${PIPESTATUS[0]}"
+}
+
 cmd=${1:-}; shift || true
 case $cmd in
   start) start "$@" ;;
@@ -255,5 +268,6 @@ case $cmd in
   build) build "$@" ;;
   evidence) evidence "$@" ;;
   jit) jit "$@" ;;
-  *) echo "usage: $0 start PIN | wait N | finish PIN... | build PIN N | evidence PIN WHEEL | jit PIN" >&2; exit 2 ;;
+  fijit) fijit ;;
+  *) echo "usage: $0 start PIN | wait N | finish PIN... | build PIN N | evidence PIN WHEEL | jit PIN | fijit" >&2; exit 2 ;;
 esac
