@@ -244,6 +244,7 @@ jit() {  # NVFP4 JIT kernels only (no kernel build needed): SGLang's tree, tvm-f
     FLASHINFER_WORKSPACE_BASE="$cache" TRITON_CACHE_DIR="$cache/triton" CUDA_HOME=/usr/local/cuda \
     CUDACXX=/usr/local/cuda/bin/nvcc PATH="$(dirname "$py"):/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
     PYTHONPATH="$B/site" NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+    TARGETS="$TARGETS" NVFP4_CAPABILITIES="${NVFP4_CAPABILITIES:-}" \
     timeout "${JIT_TIMEOUT:-420}" "$py" "$R/tests/gpu/nvfp4_jit_compile.py" "$W/src/sglang/python" "$W/jit-out/nvfp4-jit.json" \
     2>&1 | tee "$out/nvfp4-jit.log"
   cp "$W/jit-out/nvfp4-jit.json" "$out/" || { echo "no nvfp4-jit.json" >&2; return 1; }  # the unit user cannot write to $OUT
