@@ -1,6 +1,6 @@
 """Role blackwell.sglang.fp4_probe on this (GPU-less) machine through ansible-playbook.
 
-Skip path: fp4_probe_result says `skipped: no NVIDIA GPU on <host>`, probe.json is written, a second run changes
+Skip path: sglang_stack_probe_result says `skipped: no NVIDIA GPU on <host>`, probe.json is written, a second run changes
 nothing.  Forced path: the module really runs with this venv's python and reports the missing device.
 """
 
@@ -22,7 +22,7 @@ PLAY = """
   post_tasks:
     - name: Dump the facts for the test
       ansible.builtin.copy:
-        content: "{{ {'result': fp4_probe_result, 'passed': fp4_probe_passed} | to_json(sort_keys=true) }}"
+        content: "{{ {'result': sglang_stack_probe_result, 'passed': fp4_probe_passed} | to_json(sort_keys=true) }}"
         dest: "{{ dump }}"
         mode: "0600"
 """

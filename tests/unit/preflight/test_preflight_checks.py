@@ -76,7 +76,7 @@ def test_h200_recording_says_exactly_why_it_is_not_an_sm120_target():
     # the run on the H200 itself produced the same verdicts
     recorded = by_name({"checks": dump["preflight_checks"]})
     assert recorded["gpu_compute_capability"]["message"] == cc["message"]
-    assert dump["sglang_stack_has_target_gpu"] is False
+    assert dump["preflight_has_target_gpu"] is False
 
 
 def test_h200_failure_report_lists_every_failure_with_remedy():
@@ -446,7 +446,7 @@ def test_h200_pair_recorded_preflight_run():
     dump = load_json(fixture("h200x2_preflight_tp2_cc90.json"))
     checks = by_name({"checks": dump["preflight_checks"]})
     assert checks["p2p_topology"]["status"] == "pass"
-    assert dump["sglang_stack_service_env"] == {}
+    assert dump["preflight_service_env"] == {}
     assert dump["preflight_build_jobs"] >= 1
 
 

@@ -148,7 +148,7 @@ PROBE_PLAY = """
   post_tasks:
     - name: Dump the result
       ansible.builtin.copy:
-        content: "{{ fp4_probe_result | to_json }}"
+        content: "{{ sglang_stack_probe_result | to_json }}"
         dest: "{{ dump }}"
         mode: "0600"
 """
