@@ -18,7 +18,7 @@ options:
     type: dict
     required: true
   service_env:
-    description: The environment the test ran with (C(preflight_service_env)).
+    description: The environment the test ran with (C(sglang_stack_service_env)).
     type: dict
     default: {}
 """
@@ -26,7 +26,7 @@ options:
 EXAMPLES = r"""
 - name: Add the smoke test to the checks
   ansible.builtin.set_fact:
-    preflight_checks: "{{ preflight_checks + [smoke | blackwell.sglang.preflight_nccl_smoke(preflight_service_env)] }}"
+    preflight_checks: "{{ preflight_checks + [smoke | blackwell.sglang.preflight_nccl_smoke(sglang_stack_service_env)] }}"
 """
 
 RETURN = r"""

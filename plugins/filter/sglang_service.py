@@ -31,7 +31,7 @@ def sglang_service_args(settings, compute_capability=None, fp4_probe=None, fp4_b
 
     Speculative-decoding combinations reported to crash (N06) are shown as warnings (or fail with
     ``speculative_known_crash_action: fail``). With ``compute_capability`` the backend flags must pass its
-    allow-list (_server_flags.check_backends). With ``fp4_probe`` (the fp4_probe_result fact) a chosen
+    allow-list (_server_flags.check_backends). With ``fp4_probe`` (the sglang_stack_probe_result fact) a chosen
     ``fp4_backends`` value (``{fp4_gemm_backend, moe_runner_backend}``) that the probe found broken on this host is
     refused with the probe's evidence (fp4_numerics.pinned_flag_verdict), whether or not the flag is rendered."""
     try:

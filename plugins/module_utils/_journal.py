@@ -168,7 +168,7 @@ RULES = [
     ("no_peer_access", 70,
      [r"peer access is not supported between these two devices"],
      "GPUs without P2P access were used with custom all-reduce [B29]",
-     "render --disable-custom-all-reduce (preflight_service_args) for GeForce cards / no-P2P topologies"),
+     "render --disable-custom-all-reduce (sglang_stack_service_args) for GeForce cards / no-P2P topologies"),
     ("memlock_too_low", 65,
      [r"ibv_create_cq: Cannot allocate memory", r"ibv_reg_mr .*failed", r"Cannot allocate memory.*ibv_"],
      "RDMA memory registration failed: locked-memory limit too low under systemd [B30]",

@@ -212,7 +212,7 @@ def wait_ready(http_get, read_journal, unit_state, clock, sleep, request_timeout
                 cause = {"cause": "nccl_p2p_hang", "line": None, "matches": ["nccl_p2p_hang"] + cause["matches"],
                          "summary": "no progress after NCCL 'Init COMPLETE' with TP > 1: the first all-reduce "
                                     "hangs (PCIe ACS/IOMMU routing P2P, B28)",
-                         "remedy": "set NCCL_P2P_DISABLE=1 (preflight_service_env) or fix ACS/IOMMU in BIOS/kernel; "
+                         "remedy": "set NCCL_P2P_DISABLE=1 (sglang_stack_service_env) or fix ACS/IOMMU in BIOS/kernel; "
                                    "the GPUs may need a reset or reboot"}
             return result(False, "stalled", cause)
         sleep(interval)

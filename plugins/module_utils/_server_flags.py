@@ -240,7 +240,7 @@ def render_server_args(settings):
         (tokens, None = model default), ``enable_metrics`` (bool), ``attention_backend`` (empty: ``triton`` when
         ``head_dim``, the checkpoint's, is below 64, S19), ``fp4_gemm_backend``,
         ``moe_runner_backend``, ``kv_cache_dtype``, ``extra_args`` (list of tokens appended
-        verbatim, e.g. ``preflight_service_args``), and for a server over several hosts ``nnodes`` (rendered only
+        verbatim, e.g. ``sglang_stack_service_args``), and for a server over several hosts ``nnodes`` (rendered only
         when > 1), ``node_rank`` (0..nnodes-1) and ``dist_init_addr`` (rank 0's ``host:port``);
         ``quantization`` (``--quantization``, from the checkpoint's canonical layout, N12), ``tool_call_parser``,
         ``reasoning_parser``, ``speculative`` (dict ``algorithm``, ``draft_model_path``, ``num_steps``,

@@ -370,7 +370,7 @@ def pinned_flag_verdict(result, flag, value):
     the play must fail and show this evidence.
 
     Args:
-        result: the ``fp4_kernel_probe`` module result (``fp4_probe_result``).
+        result: the ``fp4_kernel_probe`` module result (``sglang_stack_probe_result``).
         flag: ``"--fp4-gemm-backend"``, ``"fp4_gemm_backend"``,
             ``"--moe-runner-backend"`` or ``"moe_runner_backend"``.
         value: the pinned SGLang value, e.g. ``"flashinfer_cutlass"``.

@@ -56,7 +56,7 @@ def stage_facts(role, entry, switched):
     """The facts a stand-in for a stage that needs a GPU host sets, or None for another role call: the sgl-kernel
     plan a build key ("k1"), the FP4 probe a pass, the release switch ``sglang_release_switched: switched``."""
     if (role, entry) == ("sgl_kernel_sm120", "plan"):
-        return {"sgl_kernel_sm120_build_key": "k1"}
+        return {"sglang_stack_kernel_build_key": "k1"}
     if role == "fp4_probe":
         return {"fp4_probe_passed": True}
     if (role, entry) == ("sglang_release", "switch"):

@@ -1,6 +1,6 @@
 """Role blackwell.sglang.fp4_probe on this (GPU-less) machine through ansible-playbook.
 
-Skip path: fp4_probe_result says `skipped: no NVIDIA GPU on <host>`, probe.json is written, a second run changes
+Skip path: sglang_stack_probe_result says `skipped: no NVIDIA GPU on <host>`, probe.json is written, a second run changes
 nothing.  Forced path: the module really runs with this venv's python and reports the missing device.
 """
 
@@ -22,7 +22,7 @@ PLAY = """
   post_tasks:
     - name: Dump the facts for the test
       ansible.builtin.copy:
-        content: "{{ {'result': fp4_probe_result, 'passed': fp4_probe_passed} | to_json(sort_keys=true) }}"
+        content: "{{ {'result': sglang_stack_probe_result, 'passed': fp4_probe_passed} | to_json(sort_keys=true) }}"
         dest: "{{ dump }}"
         mode: "0600"
 """
@@ -41,21 +41,21 @@ def _play(tmp_path, extra, expect_rc=0):
 
 @pytest.mark.slow
 def test_skip_without_gpu_writes_result_and_is_idempotent(tmp_path):
-    facts, changed, out = _play(tmp_path, {"preflight_has_target_gpu": False})
+    facts, changed, out = _play(tmp_path, {"sglang_stack_has_target_gpu": False})
     assert facts["result"]["skipped"] is True
     assert facts["result"]["reason"] == "skipped: no NVIDIA GPU on localhost"
     assert facts["passed"] is True
     on_disk = json.loads((tmp_path / "release" / "probe.json").read_text())
     assert on_disk["reason"] == "skipped: no NVIDIA GPU on localhost"
     assert "skipped: no NVIDIA GPU on localhost" in out
-    dummy_facts, changed2, dummy_out = _play(tmp_path, {"preflight_has_target_gpu": False})
+    dummy_facts, changed2, dummy_out = _play(tmp_path, {"sglang_stack_has_target_gpu": False})
     assert changed2 == 0  # second run: nothing changed (the test's dump has the same content too)
 
 
 @pytest.mark.slow
 def test_forced_probe_runs_the_module_and_reports_no_device(tmp_path):
     # this venv has no SGLang: no parser to read (test_forced_probe_limits_... reads a recorded one)
-    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
+    forced = {"sglang_stack_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
               "fp4_probe_m_list": [1, 9], "fp4_probe_read_parser": False}
     facts, dummy_changed, dummy_out = _play(tmp_path, forced)
     res = facts["result"]
@@ -70,7 +70,7 @@ def test_forced_probe_runs_the_module_and_reports_no_device(tmp_path):
 def test_gpu_result_of_this_release_is_reused_idempotently(tmp_path):
     # A GPU result cannot be produced here, so take a real module result and mark its device present: the
     # role must then reuse it (module task skipped) and a further run must change nothing.
-    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
+    forced = {"sglang_stack_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_python": sys.executable,
               "fp4_probe_m_list": [1], "fp4_probe_read_parser": False}
     _play(tmp_path, forced)
     path = tmp_path / "release" / "probe.json"
@@ -105,7 +105,7 @@ def _python_with_recorded_parser(tmp_path):
 def test_forced_probe_limits_the_recommendation_to_the_parser_choices(tmp_path):
     with open(PARSER, encoding="utf-8") as handle:
         actions = {o: a for a in json.load(handle)["actions"] for o in a["option_strings"]}
-    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
+    forced = {"sglang_stack_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
               "fp4_probe_python": _python_with_recorded_parser(tmp_path)}
     facts, dummy_changed, dummy_out = _play(tmp_path, forced)
     res = facts["result"]
@@ -118,7 +118,7 @@ def test_forced_probe_limits_the_recommendation_to_the_parser_choices(tmp_path):
 
 @pytest.mark.slow
 def test_a_requested_backend_the_parser_refuses_fails_before_probing(tmp_path):
-    forced = {"preflight_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
+    forced = {"sglang_stack_has_target_gpu": False, "fp4_probe_force": True, "fp4_probe_m_list": [1],
               "fp4_probe_python": _python_with_recorded_parser(tmp_path),
               "fp4_probe_allowed_fp4_gemm_backends": ["flashinfer_cudnn", "marlin"]}
     dummy_facts, dummy_changed, out = _play(tmp_path, forced, expect_rc=2)

@@ -269,7 +269,7 @@ def test_no_role_reads_a_variable_that_is_defined_nowhere():
         "%s  <- %s" % (name, "; ".join(where[:3])) for name, where in found.items())
 
 
-@pytest.mark.parametrize("name", ["__cuda_toolchain_system_packages", "cuda_toolchain_home", "preflight_checks"])
+@pytest.mark.parametrize("name", ["__cuda_toolchain_apt_source", "cuda_toolchain_home", "preflight_checks"])
 def test_the_walk_sees_the_known_definitions(name):
     # an empty walk would make the check above pass vacuously
     assert name in definitions(ROOT)

@@ -52,7 +52,7 @@ PLAY = """
       ansible.builtin.copy:
         content: "{{ {'caps': preflight_compute_capabilities, 'profile': sglang_stack_hardware_profile,
                       'targets': sglang_stack_target_archs, 'checks': preflight_checks,
-                      'env': preflight_service_env, 'args': preflight_service_args,
+                      'env': sglang_stack_service_env, 'args': sglang_stack_service_args,
                       'key_inputs': sgl_kernel_sm120__key_inputs | default(none),
                       'cost': (sgl_kernel_sm120__patch.build_cost.after.extensions | default(none))} | to_json }}"
         dest: "{{ dump_dir }}/{{ inventory_hostname }}.json"
@@ -148,7 +148,7 @@ PROBE_PLAY = """
   post_tasks:
     - name: Dump the result
       ansible.builtin.copy:
-        content: "{{ fp4_probe_result | to_json }}"
+        content: "{{ sglang_stack_probe_result | to_json }}"
         dest: "{{ dump }}"
         mode: "0600"
 """
@@ -159,7 +159,7 @@ def _probe(tmp_path, extra):
     env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8",
                ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
     vars_ = dict(extra, dump=str(tmp_path / "probe-dump.json"), ansible_python_interpreter=sys.executable,
-                 sglang_stack_release_dir=str(tmp_path / "release"), preflight_has_target_gpu=False,
+                 sglang_stack_release_dir=str(tmp_path / "release"), sglang_stack_has_target_gpu=False,
                  fp4_probe_force=True, fp4_probe_python=sys.executable, fp4_probe_m_list=[1],
                  fp4_probe_read_parser=False)
     proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "probe.yml"), "-e",
