@@ -35,7 +35,6 @@ STAGES = ("preflight", "toolchain", "torch", "flashinfer", "sglang", "kernel", "
 # Roles whose tasks run on any --tags selection (tagged `always` by the playbooks): the preflight, the release
 # staging, and sglang_model's read-only service_env hand-over (it runs only when the model role ran, docs/model.md).
 ALWAYS_ROLES = {"preflight", "sglang_release", "sglang_model"}
-SHARED_OPERATION_ROLES = {"sglang_stack"}
 # Stage tag -> roles whose tasks carry that tag (the role's entry points the playbooks call with it).
 EXPECTED = {
     "preflight": {"preflight", "sglang_monitoring", "sglang_service"},   # + health gate, multi-node check
@@ -80,13 +79,7 @@ def _parse_listing(out):
             role = role.rsplit(".", 1)[-1] if role else None
             tags = frozenset(t.strip() for t in match.group("tags").split(",") if t.strip())
             # the chain roles' own tasks are the playbook's (they held them before the chain became roles)
-            if role in standins.CHAIN_ROLES:
-                role = None
-            # the contract role's shared operations (import_role tasks_from) run as part of the role that imports
-            # them, with its tags: they are no stage of their own
-            if role in SHARED_OPERATION_ROLES:
-                continue
-            current.append((role, match.group("name"), tags))
+            current.append((None if role in standins.CHAIN_ROLES else role, match.group("name"), tags))
     return listing
 
 
