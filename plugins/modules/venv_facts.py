@@ -41,6 +41,13 @@ options:
         build, the values of C(torch.__version__) and C(torch.version.cuda), returned in C(torch).
     type: bool
     default: false
+  requirements:
+    description:
+      - PEP 508 requirements checked against the venv (for example the pins an install just asked pip for), returned
+        in C(requirements_check) - each must be installed at a version that satisfies it, and so must its dependency
+        closure (the check M(blackwell.sglang.venv_stamp) makes before it records a stamp).
+    type: list
+    elements: str
   stamp:
     description: A JSON file (for example a role's install stamp) returned parsed in C(stamp); null when missing or not JSON.
     type: path
@@ -156,6 +163,12 @@ torch:
     C(torch/version.py) is missing or unreadable, C({}) when torch is not installed.
   returned: when I(torch_build)
   type: dict
+requirements_check:
+  description:
+    - With I(requirements), C(ok), C(missing) (requirements and dependencies that are not installed) and C(unsatisfied)
+      (installed at a version the requirement excludes, C(<requirement> (installed <version>))).
+  returned: when I(requirements) is given
+  type: dict
 stamp:
   description: The parsed I(stamp) file, or null.
   returned: always
@@ -200,6 +213,7 @@ def main():
             versions=dict(type="list", elements="str", default=[]),
             requires=dict(type="list", elements="str", default=[]),
             torch_build=dict(type="bool", default=False),
+            requirements=dict(type="list", elements="str"),
             stamp=dict(type="path"),
             protected=dict(type="list", elements="str"),
             select_requirements=dict(type="dict", options=dict(
@@ -219,8 +233,8 @@ def main():
     select = params["select_requirements"]
     protected = deps.DEFAULT_PROTECTED if params["protected"] is None else tuple(params["protected"])
     requires = list(params["requires"]) + ([select["of"]] if select else [])
-    args = {"versions": params["versions"], "requires": requires, "closure": False,
-            "torch_build": params["torch_build"]}
+    args = {"versions": params["versions"], "requires": requires, "closure": params["requirements"] is not None,
+            "requirements": params["requirements"] or [], "torch_build": params["torch_build"]}
     try:
         # the probe's output (JSON, or a traceback): bytes that are not UTF-8 are replaced, never fatal
         state = vm.read_venv(lambda argv: module.run_command(argv, errors="replace"), params["python"], args)
@@ -238,6 +252,11 @@ def main():
                   stamp=stamp)
     if params["torch_build"]:
         result["torch"] = state.get("torch", {})
+    if params["requirements"] is not None:
+        # without packaging nothing could be compared: that is no proof the requirements hold
+        result["requirements_check"] = {"ok": bool(state.get("packaging")) and not (state.get("missing") or state.get("unsatisfied")),
+                                        "missing": state.get("missing") or [],
+                                        "unsatisfied": state.get("unsatisfied") or []}
     if select:
         try:
             plan = deps.select_requirements(state["requires"].get(vm.canonicalize_name(select["of"])),

@@ -151,8 +151,11 @@ def check_tarball(tar_path, galaxy):
         required = ["README.md", "LICENSE", "meta/runtime.yml", "meta/execution-environment.yml",
                     "playbooks/site.yml", "playbooks/rollout.yml", "inventories/blackwell/hosts.yml"]
         for role in sorted(os.listdir(os.path.join(REPO, "roles"))):
-            if os.path.isdir(os.path.join(REPO, "roles", role, "tasks")):
-                required += ["roles/%s/tasks/main.yml" % role, "roles/%s/meta/argument_specs.yml" % role]
+            tasks = os.path.join(REPO, "roles", role, "tasks")
+            if os.path.isdir(tasks):
+                # every task file (the contract role has only tasks_from entry points, no main.yml)
+                required += ["roles/%s/tasks/%s" % (role, name) for name in sorted(os.listdir(tasks))
+                             if name.endswith(".yml")] + ["roles/%s/meta/argument_specs.yml" % role]
         for module in sorted(os.listdir(os.path.join(REPO, "plugins", "modules"))):
             if module.endswith(".py"):
                 required.append("plugins/modules/" + module)

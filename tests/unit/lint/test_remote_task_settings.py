@@ -49,7 +49,7 @@ INSTALLERS = ("ansible.builtin.pip", "pip", "ansible.builtin.git", "git")
 
 
 @pytest.mark.parametrize("modules, at_least, known", [
-    (SCRIPT, 8, "roles/torch_nightly/tasks/verify.yml"),
+    (SCRIPT, 7, "roles/torch_nightly/tasks/verify.yml"),
     (INSTALLERS, 10, "roles/sglang_source/tasks/main.yml"),
 ])
 def test_the_walk_finds_the_known_tasks(modules, at_least, known):
