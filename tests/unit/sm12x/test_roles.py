@@ -83,8 +83,7 @@ def run(tmp_path, hosts, plan_kernel=False):
     dump.mkdir()
     inv = {"all": {"hosts": {}, "vars": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "preflight_fatal": False,
-        "preflight_require_gpu": True, "sglang_stack_venv": str(tmp_path / "no-venv"),
-        "sglang_stack_cuda_home": str(tmp_path / "no-cuda"), "preflight_disk_paths": {"tmp": str(tmp_path)},
+        "preflight_require_gpu": True, "preflight_disk_paths": {"tmp": str(tmp_path)},
         "preflight_lspci": "/bin/false", "sglang_stack_model_path": str(tmp_path / "model"),
         "preflight_model_path_required": False, "dump_dir": str(dump), "plan_kernel": plan_kernel,
         "sglang_stack_venv": _venv(tmp_path), "sglang_stack_cuda_home": _cuda_home(tmp_path),
