@@ -46,16 +46,14 @@ options:
     description: Only ask dpkg and return RV(missing); install nothing.
     type: bool
     default: false
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   platform:
-    description: Target OS/families that can be operated against.
-    support: full
     platforms: debian
 """
 
