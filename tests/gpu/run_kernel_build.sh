@@ -54,6 +54,13 @@ setup_common() {
   for p in repo-triton repo-flash-attention; do echo "placeholder: not in the upstream bundle" >"$B/cache/$p/.blackwell-placeholder"; done
 }
 
+release_venv() {  # a venv over the machine's torch: its distributions linked in, pip's own and the kernels' excepted
+  python3 -m venv "$1" || return 1
+  local msite vsite; msite=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  vsite=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  for e in "$msite"/*; do case ${e##*/} in pip|pip-*|sgl_kernel*|sglang_kernel*) ;; *) [[ -e $vsite/${e##*/} ]] || ln -s "$e" "$vsite/"; esac; done
+}
+
 start_pin() {
   local pin=$1 W=$B/$1 tb; tb=$(tarball "$pin") || exit 1
   mkdir -p "$W/src" "$W/log"
@@ -62,10 +69,7 @@ start_pin() {
   # torch_nightly leaves it); its own site-packages keep the two pins' kernel distributions apart
   # (the machine's python3 is itself a venv, so --system-site-packages would not see its torch; the build finds
   # torch's CMake files under the venv's own site-packages: its distributions are linked in, pip's own excepted)
-  python3 -m venv "$W/venv" || exit 1
-  local msite vsite; msite=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  vsite=$("$W/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  for e in "$msite"/*; do case ${e##*/} in pip|pip-*|sgl_kernel*|sglang_kernel*) ;; *) [[ -e $vsite/${e##*/} ]] || ln -s "$e" "$vsite/"; esac; done
+  release_venv "$W/venv" || exit 1
   for tool in cmake ctest ninja; do ln -s "$(command -v "$tool")" "$W/venv/bin/$tool" || exit 1; done
   "$W/venv/bin/python" -c 'import torch; print("== release venv", __import__("sys").prefix, "torch", torch.__version__)' || exit 1
   local archs; archs=$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1].split(",")))' "$TARGETS")
@@ -211,10 +215,7 @@ evidence() {  # PIN WHEEL: the checks on a wheel that an earlier call built thro
   [[ -f $whl ]] || { echo "no wheel at $2" >&2; exit 2; }
   local out=${OUT:-$B/out}/$pin W=$B/$1
   setup_common; mkdir -p "$out" "$W"
-  python3 -m venv "$W/venv" || exit 1
-  local msite vsite; msite=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  vsite=$("$W/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  for e in "$msite"/*; do case ${e##*/} in pip|pip-*|sgl_kernel*|sglang_kernel*) ;; *) [[ -e $vsite/${e##*/} ]] || ln -s "$e" "$vsite/"; esac; done
+  release_venv "$W/venv" || exit 1
   "$W/venv/bin/python" -m pip install -q --no-index --no-deps "$whl" || exit 1
   check_wheel "$pin" "$whl" "$W/venv" "$out"
 }
