@@ -12,7 +12,9 @@
 #
 # Env: SANDBOX_IMAGE (default localhost/blackwell-sandbox:bookworm), SANDBOX_DEBIAN_MIRROR (default: the host's
 # Debian mirror, else http://deb.debian.org/debian), SANDBOX_CA_BUNDLE (default /etc/ssl/certs/ca-certificates.crt),
-# SANDBOX_FORCE=1 to rebuild regardless of the hash, SANDBOX_WORKDIR (default <repo>/.cache/sandbox-image).
+# SANDBOX_FORCE=1 to rebuild regardless of the hash, SANDBOX_WORKDIR (default <repo>/.cache/sandbox-image),
+# SANDBOX_ARCH (a Debian architecture, default the host's: arm64 on an x86_64 host builds an aarch64 image whose
+# programs run through qemu-user-static's binfmt_misc handler, for the DGX Spark path; see docs/testing.md).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -20,7 +22,8 @@ repo=$(cd "$here/../.." && pwd)
 IMAGE=${SANDBOX_IMAGE:-localhost/blackwell-sandbox:bookworm}
 SUITE=bookworm
 CA_BUNDLE=${SANDBOX_CA_BUNDLE:-/etc/ssl/certs/ca-certificates.crt}
-WORKDIR=${SANDBOX_WORKDIR:-$repo/.cache/sandbox-image}
+ARCH=${SANDBOX_ARCH:-$(dpkg --print-architecture)}
+WORKDIR=${SANDBOX_WORKDIR:-$repo/.cache/sandbox-image-$ARCH}
 LABEL=blackwell.sandbox.recipe
 start=$SECONDS
 
@@ -67,10 +70,16 @@ SECURITY_MIRROR=${SANDBOX_DEBIAN_SECURITY_MIRROR:-${MIRROR%/debian}/debian-secur
 [[ -r $CA_BUNDLE ]] || { echo "CA bundle $CA_BUNDLE not readable (set SANDBOX_CA_BUNDLE)" >&2; exit 1; }
 command -v podman >/dev/null || { echo "podman missing: run tests/sandbox/setup-host.sh first" >&2; exit 1; }
 command -v debootstrap >/dev/null || { echo "debootstrap missing: run tests/sandbox/setup-host.sh first" >&2; exit 1; }
+if [[ $ARCH != "$(dpkg --print-architecture)" ]]; then
+  # a foreign root file system: debootstrap's second stage and every later chroot run through the kernel's binfmt_misc
+  # handler for that architecture (F flag: the interpreter is opened at registration, so it works inside the chroot)
+  qemu=/proc/sys/fs/binfmt_misc/qemu-$( [[ $ARCH == arm64 ]] && echo aarch64 || echo "$ARCH")
+  grep -qx enabled "$qemu" 2>/dev/null || { echo "SANDBOX_ARCH=$ARCH needs the binfmt_misc handler $qemu: apt-get install qemu-user-static binfmt-support, and mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc" >&2; exit 1; }
+fi
 
 recipe=$( {
   cat "${BASH_SOURCE[0]}"
-  printf '%s\n' "$SUITE" "$MIRROR" "$SECURITY_MIRROR" "${PACKAGES[@]}" "${MASK_UNITS[@]}"
+  printf '%s\n' "$SUITE" "$ARCH" "$MIRROR" "$SECURITY_MIRROR" "${PACKAGES[@]}" "${MASK_UNITS[@]}"
   sha256sum < "$CA_BUNDLE"
 } | sha256sum | cut -c1-16)
 
@@ -90,7 +99,7 @@ trap 'rm -rf "$rootfs"' EXIT
 
 log "debootstrap $SUITE (minbase, ${#PACKAGES[@]} extra packages) -- this takes a few minutes"
 include=$(IFS=,; echo "${PACKAGES[*]}")
-timeout 2400 debootstrap --variant=minbase --include="$include" --components=main \
+timeout 2400 debootstrap --arch="$ARCH" --variant=minbase --include="$include" --components=main \
   "$SUITE" "$rootfs" "$MIRROR" 2>&1 \
   | grep --line-buffered -E '^(I: (Retrieving Release|Validating Packages|Resolving|Found|Checking|Extracting|Installing|Configuring|Base system)|E:|W:)' \
   | awk '/^I: (Retrieving|Validating|Extracting|Unpacking|Configuring)/ {n[$2]++; if (n[$2] % 25 != 1) next}
@@ -154,6 +163,7 @@ rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/*.bin "$rootfs"/var
 log "podman import -> $IMAGE ($(du -sh "$rootfs" | cut -f1) uncompressed)"
 tar --numeric-owner --xattrs -C "$rootfs" -c . \
   | timeout 900 podman import \
+      --arch "$ARCH" \
       --change 'CMD ["/sbin/init"]' \
       --change 'STOPSIGNAL SIGRTMIN+3' \
       --change "LABEL $LABEL=$recipe" \
