@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_gateway_args
-short_description: Check the gateway settings, render the smg launch flags and validate them with the installed smg's parser
+short_description: Check the gateway settings, render the smg launch flags, validate them with the installed smg
 version_added: "0.1.0"
 description:
   - With O(settings) (the role's use), first the checks that need no smg, naming the variable - an empty API key
@@ -24,7 +24,8 @@ description:
     C(plugins/module_utils/_server_flags.validate_args).
   - With O(version), an installed smg of another version fails (after the policy and the flags).
   - With O(before_install), a missing venv, an smg that cannot be read or one other than O(version) is not checked
-    (the install replaces it): a re-run refuses bad settings before any change, a first run does not need smg yet.
+    (the install replaces it). So a re-run refuses bad settings before any change, and a first run does not need smg
+    yet.
     Without it, a missing venv is skipped only in check mode (the install was only simulated).
   - The logic lives in C(plugins/module_utils/_gateway.py).
 author:
