@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Controller-side filters of the sglang_gateway role (the rules live in module_utils/_gateway.py)."""
+"""Controller-side filter of the sglang_gateway role: the fleet as the gateway sees it, read from the inventory
+(hostvars); the rules live in module_utils/_gateway.py, the checks and the argv in the module sglang_gateway_args."""
 
 from __future__ import annotations
 
@@ -47,8 +48,9 @@ def sglang_gateway_workers(host_names, hostvars, groups, default_port, default_s
     Per server host: ``sglang_gateway_worker_address`` (else ``ansible_host``, else the inventory name),
     ``sglang_gateway_worker_port`` (else ``default_port``), ``sglang_gateway_worker_scheme``, the multi-node group
     (``sglang_stack_service_multinode_group``) with its members' explicit ``sglang_service_node_rank``; also SGLang's
-    port and bind address (``sglang_stack_service_port`` / ``_host``) for the checks of :func:`sglang_gateway_args`. One worker per
-    server (rank 0 of a multi-node server, _gateway.plan_workers); a GatewayError becomes a filter error.
+    port and bind address (``sglang_stack_service_port`` / ``_host``) for the checks of the module
+    sglang_gateway_args. One worker per server (rank 0 of a multi-node server, _gateway.plan_workers); a
+    GatewayError becomes a filter error.
     """
     try:
         servers = _servers(host_names, hostvars, groups, default_port, default_scheme)
@@ -57,29 +59,8 @@ def sglang_gateway_workers(host_names, hostvars, groups, default_port, default_s
         raise AnsibleFilterError("sglang_gateway: %s" % exc)
 
 
-def sglang_gateway_args(settings, workers, gateway_host=None, servers=None):
-    """``smg launch`` argv without the API key; with ``gateway_host``, the settings are checked first for that gateway
-    (_gateway.check_settings, against the ``servers`` of :func:`sglang_gateway_workers`). Errors name the variable."""
-    try:
-        if gateway_host is not None:
-            servers = list(servers or [])
-            _gateway.check_settings(gateway_host, list(workers), dict(settings), None,
-                                    dict((s["host"], s["service_port"]) for s in servers),
-                                    dict((s["host"], s["service_host"]) for s in servers))
-        return _gateway.render_args(dict(settings), list(workers))
-    except (_gateway.GatewayError, KeyError, TypeError, ValueError) as exc:
-        raise AnsibleFilterError("sglang_gateway: %s" % exc)
-
-
-def sglang_gateway_audit(listed, expected_urls):
-    """Compare ``GET /workers`` with the inventory's worker URLs."""
-    return _gateway.audit(list(listed or []), list(expected_urls or []))
-
-
 class FilterModule(object):
     def filters(self):
         return {
             "sglang_gateway_workers": sglang_gateway_workers,
-            "sglang_gateway_args": sglang_gateway_args,
-            "sglang_gateway_audit": sglang_gateway_audit,
         }

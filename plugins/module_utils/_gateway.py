@@ -530,3 +530,31 @@ def audit(workers_listed, expected_urls):
     unexpected = sorted(u for u in listed if u not in expected)
     return {"routes_to": routes, "unhealthy": unhealthy, "missing": missing, "unexpected": unexpected,
             "in_sync": not (missing or unexpected or unhealthy)}
+
+
+def watch(client, expected_urls, timeout=0.0, poll=2.0, clock=time.monotonic, sleep=time.sleep):
+    """Read the gateway's worker list and compare it with the inventory (:func:`audit`); with ``timeout`` > 0, read
+    again every ``poll`` seconds until it is in sync or ``timeout`` seconds passed. Never raises for the gateway: a
+    gateway that does not answer is reported, not failed (an audit and the start-up report both say what they saw).
+
+    :returns: :func:`audit`'s dict plus ``reachable`` (the last read answered), ``waited_s`` and ``msg`` (why the
+        last read failed, "" when it did not).
+    """
+    start = clock()
+    while True:
+        try:
+            report = dict(audit(client.workers(), expected_urls), reachable=True, msg="")
+        except GatewayError as exc:
+            report = dict(audit([], expected_urls), reachable=False, msg=str(exc))
+        if report["in_sync"] or clock() - start >= timeout:
+            report["waited_s"] = round(clock() - start, 2)
+            return report
+        sleep(poll)
+
+
+def api_key_problem(api_key_given, require_api_key, host):
+    """The message for an empty API key on a gateway that other hosts reach, else None."""
+    if api_key_given or not require_api_key or str(host) in ("127.0.0.1", "::1", "localhost"):
+        return None
+    return ("sglang_gateway_api_key is empty and the gateway listens on %s: put the key in ansible-vault "
+            "(vault_sglang_api_key) or set sglang_gateway_require_api_key: false" % host)

@@ -58,6 +58,10 @@ options:
     description: Write C(throughput.png).
     type: bool
     default: true
+  fail_on_regression:
+    description: A regression puts the host in RV(host_failures) (a failed or incomplete level always does).
+    type: bool
+    default: false
 notes:
   - Supports check mode (computes the report and findings, writes nothing).
   - The module does not fail on a regression; it returns RV(regression) and the role decides
@@ -111,6 +115,12 @@ findings:
   returned: always
   type: list
   elements: dict
+host_failures:
+  description:
+    - Per host whose run should fail the play, the message - its failed and incomplete levels, else (with
+      O(fail_on_regression)) its regressions, joined, with the report's path.
+  returned: always
+  type: dict
 summary:
   description: One line per host, for the play output.
   returned: always
@@ -147,6 +157,20 @@ def summary_line(host):
     return line
 
 
+def host_failures(findings, report_path, fail_on_regression):
+    """``{host: message}`` for each host whose run fails the play: a failed or incomplete level, else (with
+    ``fail_on_regression``) a regression; the message joins that host's findings of the kind and names the report."""
+    out = {}
+    for host in sorted(set(f["host"] for f in findings)):
+        mine = [f for f in findings if f["host"] == host]
+        failing = [f for f in mine if f["kind"] in ("failed", "incomplete")]
+        if not failing and fail_on_regression:
+            failing = [f for f in mine if f["kind"].startswith("regression")]
+        if failing:
+            out[host] = "%s (report: %s)" % ("; ".join(f["message"] for f in failing), report_path)
+    return out
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -157,6 +181,7 @@ def main():
             baseline=dict(type="dict", default={}),
             threshold_pct=dict(type="float", default=5.0),
             plot=dict(type="bool", default=True),
+            fail_on_regression=dict(type="bool", default=False),
         ),
         supports_check_mode=True,
     )
@@ -180,6 +205,7 @@ def main():
         regression=report["regression"],
         failed_levels=report["failed"],
         findings=report["findings"],
+        host_failures=host_failures(report["findings"], written["paths"]["markdown"], params["fail_on_regression"]),
         summary=[summary_line(h) for h in report["hosts"]],
         hosts=[{"host": h["host"], "status": h["status"], "reason": h.get("reason"),
                 "output_throughput": dict((str(r["max_concurrency"]), r["output_throughput"]) for r in h["levels"])}

@@ -25,6 +25,9 @@ description:
     registration is still retrying (it turned unhealthy right after the probe) is watched for O(pending_timeout)
     seconds and removed when it appears. Without O(remove_on_failure) the worker is posted at once and left to smg.
   - C(state=query) only reads the gateway's view of the worker.
+  - C(state=audit) compares the gateway's whole worker list with O(expected_urls) (routable, listed but not healthy,
+    missing, unexpected); with O(timeout) > 0 it reads again every O(poll) seconds until they agree or the time is
+    up. It never fails for the gateway - a gateway that does not answer is reported C(reachable=false).
   - The logic lives in C(plugins/module_utils/_gateway.py).
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
@@ -44,16 +47,22 @@ options:
     type: str
     default: ""
   worker_url:
-    description: The worker's URL exactly as the gateway knows it (C(http://host:port)).
+    description: The worker's URL exactly as the gateway knows it (C(http://host:port)); required unless C(state=audit).
     type: str
-    required: true
+  expected_urls:
+    description: With C(state=audit), the worker URLs the inventory gives.
+    type: list
+    elements: str
+    default: []
   state:
     description: What the gateway should do with the worker.
     type: str
-    choices: [absent, present, query]
+    choices: [absent, present, query, audit]
     default: present
   timeout:
-    description: Seconds to wait for the gateway to drop or to report the worker healthy.
+    description:
+      - Seconds to wait for the gateway to drop or to report the worker healthy.
+      - With C(state=audit), seconds to wait for the gateway to agree with O(expected_urls) (0 reads once).
     type: int
     default: 300
   poll:
@@ -99,12 +108,22 @@ EXAMPLES = r"""
     worker_url: http://10.0.0.17:30000
     state: absent
   no_log: true
+
+- name: Compare the gateway's workers with the inventory, waiting up to a minute for them to agree
+  blackwell.sglang.sglang_gateway_worker:
+    gateway_url: http://127.0.0.1:8000
+    api_key: "{{ sglang_gateway_api_key }}"
+    state: audit
+    expected_urls: [http://10.0.0.17:30000, http://10.0.0.18:30000]
+    timeout: 60
+    poll: 2
+  register: gateway_audit
 """
 
 RETURN = r"""
 worker_id:
   description: smg's id of the worker (null when it was not listed).
-  returned: always
+  returned: unless C(state=audit)
   type: str
 waited_s:
   description: Seconds waited for the gateway.
@@ -112,8 +131,40 @@ waited_s:
   type: float
 entry:
   description: The gateway's entry for the worker after the change (null when not listed).
-  returned: always
+  returned: unless C(state=audit)
   type: dict
+routes_to:
+  description: The listed workers the gateway routes to (healthy and ready).
+  returned: with C(state=audit)
+  type: list
+  elements: str
+unhealthy:
+  description: Listed workers that are not routable.
+  returned: with C(state=audit)
+  type: list
+  elements: str
+missing:
+  description: Expected workers the gateway does not list.
+  returned: with C(state=audit)
+  type: list
+  elements: str
+unexpected:
+  description: Listed workers the inventory does not give.
+  returned: with C(state=audit)
+  type: list
+  elements: str
+in_sync:
+  description: The gateway routes to exactly the expected workers.
+  returned: with C(state=audit)
+  type: bool
+reachable:
+  description: The gateway's worker list was read (false - the lists above are what an empty gateway gives).
+  returned: with C(state=audit)
+  type: bool
+msg:
+  description: Why the gateway's worker list could not be read ("" when it was).
+  returned: with C(state=audit)
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -127,14 +178,17 @@ def main():
             gateway_url=dict(type="str", required=True),
             api_key=dict(type="str", default="", no_log=True),
             worker_api_key=dict(type="str", default="", no_log=True),
-            worker_url=dict(type="str", required=True),
-            state=dict(type="str", choices=["absent", "present", "query"], default="present"),
+            worker_url=dict(type="str"),
+            expected_urls=dict(type="list", elements="str", default=[]),
+            state=dict(type="str", choices=["absent", "present", "query", "audit"], default="present"),
             timeout=dict(type="int", default=300),
             poll=dict(type="float", default=1.0),
             remove_on_failure=dict(type="bool", default=True),
             pending_timeout=dict(type="float", default=45.0),
             request_timeout=dict(type="int", default=10),
         ),
+        required_if=[("state", "absent", ["worker_url"]), ("state", "present", ["worker_url"]),
+                     ("state", "query", ["worker_url"])],
         supports_check_mode=True,
     )
     p = module.params
@@ -147,6 +201,9 @@ def main():
                              source="gateway_url (the role builds it from sglang_gateway_host and sglang_gateway_port)",
                              credential="api_key (sglang_gateway_api_key)",
                              timeout_var="request_timeout (sglang_gateway_request_timeout)")
+    if p["state"] == "audit":                          # read-only, also in check mode
+        module.exit_json(changed=False, **_gateway.watch(client, p["expected_urls"], timeout=p["timeout"],
+                                                          poll=p["poll"]))
     try:
         entry = _gateway.find_worker(client.workers(), p["worker_url"])
         if p["state"] == "query" or module.check_mode:

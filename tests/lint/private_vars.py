@@ -14,7 +14,8 @@ Anywhere else (``register``, task ``vars``, another role's ``defaults/``) that p
 Not allowed: ``<role>__<name>``, ``_<name>``, ``__<name>`` without the role, another role's prefix or none.
 Ansible's own variables (``ansible_*``, e.g. ``ansible_python_interpreter`` in a task's ``vars``) are exempt.
 (Variables handed *to* a role by a playbook or another role's ``include_role`` are that role's arguments and are not
-checked here: the ``vars`` of a task that calls role X named ``X_...`` or ``sglang_stack_...`` (a stack contract value
+checked here: the ``vars`` of a task that calls role X (itself, or through the role's task file it imports) named
+``X_...`` or ``sglang_stack_...`` (a stack contract value
 the called role reads by its contract name, e.g. the staged release handed to a check as ``sglang_stack_current``),
 and a ``set_fact`` key ``X_...`` in a role that
 calls X (the argument set as a fact, so that it outlives the play, e.g. sglang_converge handing the verified model to
@@ -42,6 +43,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ALLOWLIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_vars_allowlist.txt")
 SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
 ROLE_CALLS = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
+TASK_FILES = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
 NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
 CONTRACT_PREFIX = "sglang_stack_"   # the stack contract's facts (roles/sglang_stack), published by set_fact
 
@@ -81,9 +83,23 @@ def _roles_called(tasks):
     return found
 
 
-def _task_definitions(tasks, called=frozenset()):
+def _targets(task, tasks_dir):
+    """The roles a task hands its ``vars`` to: the role it calls, or the roles the task file it imports or includes
+    (from ``tasks_dir``, the role's own) calls."""
+    found = {_called_role(task)} - {None}
+    for key in TASK_FILES:
+        if tasks_dir and isinstance(task.get(key), str) and "{" not in task[key]:
+            path = os.path.join(tasks_dir, task[key])
+            if os.path.isfile(path):
+                data = _load(path)
+                found |= _roles_called(data if isinstance(data, list) else [])
+    return found
+
+
+def _task_definitions(tasks, called=frozenset(), tasks_dir=None):
     """(name, how) of every variable the task list defines, recursing into blocks; ``called``: the roles this role
-    calls (their arguments are not this role's names)."""
+    calls (their arguments are not this role's names); ``tasks_dir``: the role's tasks/ (for the task files a task
+    imports)."""
     for task in tasks or []:
         if not isinstance(task, dict):
             continue
@@ -96,10 +112,10 @@ def _task_definitions(tasks, called=frozenset()):
                         continue
                     yield name, "set_fact"
         if isinstance(task.get("vars"), dict):
-            target = _called_role(task)
+            targets = _targets(task, tasks_dir)
             for name in task["vars"]:
-                if target and str(name).startswith((target + "_", CONTRACT_PREFIX)):
-                    continue        # an argument handed to the role this task calls (its name is that role's or the contract's)
+                if targets and str(name).startswith(tuple(t + "_" for t in targets) + (CONTRACT_PREFIX,)):
+                    continue        # an argument handed to a role this task calls (its name is that role's or the contract's)
                 yield name, "vars"
         loop_control = task.get("loop_control")
         if isinstance(loop_control, dict):
@@ -108,7 +124,7 @@ def _task_definitions(tasks, called=frozenset()):
                     yield loop_control[key], key
         for key in ("block", "rescue", "always"):
             if isinstance(task.get(key), list):
-                yield from _task_definitions(task[key], called)
+                yield from _task_definitions(task[key], called, tasks_dir)
 
 
 def definitions(repo=REPO):
@@ -137,7 +153,8 @@ def definitions(repo=REPO):
                     if sub in ("defaults", "vars"):
                         pairs = ((name, sub) for name in (data or {}) if isinstance(data, dict))
                     else:
-                        pairs = _task_definitions(data if isinstance(data, list) else [], frozenset(called))
+                        pairs = _task_definitions(data if isinstance(data, list) else [], frozenset(called),
+                                                  os.path.join(role_dir, "tasks"))
                     for name, how in pairs:
                         found[(role, str(name))].append((rel, how))
     return found

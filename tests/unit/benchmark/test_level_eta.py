@@ -1,12 +1,14 @@
-"""The expected duration a benchmark level prints when it starts (roles/sglang_benchmark/tasks/level.yml, its first
-task run as it is): prompts x output tokens / the baseline's output tok/s at the level's concurrency, linear in
-log2(concurrency) between baseline points and flat beyond them; null without a baseline."""
+"""The expected duration a benchmark level prints when it starts (``__sglang_benchmark_eta`` of
+roles/sglang_benchmark/vars/main.yml, evaluated as level.yml evaluates it): prompts x output tokens / the baseline's
+output tok/s at the level's concurrency, linear in log2(concurrency) between baseline points and flat beyond them;
+null without a baseline."""
 
 import json
+import os
 
 import ansible_run
 
-TASK = "Set the level's files and estimate"
+ROLE_VARS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "roles", "sglang_benchmark", "vars", "main.yml")
 POINTS = [{"max_concurrency": 1, "output_throughput": 172}, {"max_concurrency": 64, "output_throughput": 2100}]
 CASES = {
     # 16 prompts x 1024 tokens at 172 tok/s = 95.3 s -> 96
@@ -21,14 +23,14 @@ CASES = {
 
 
 def test_level_eta_from_the_baseline_points(tmp_path):
-    tasks = []
+    tasks = [{"name": "the role's vars", "ansible.builtin.include_vars": {"file": os.path.abspath(ROLE_VARS)}}]
     for case, (conc, prompts, output_len, points, _want) in CASES.items():
-        task = ansible_run.role_task("sglang_benchmark", "level.yml", TASK)
+        task = {"name": "keep " + case, "ansible.builtin.set_fact": {"eta_" + case: "{{ __sglang_benchmark_eta }}"}}
         task["vars"] = {"sglang_benchmark_level": {"max_concurrency": conc, "num_prompts": prompts},
-                        "sglang_benchmark_output_len": output_len, "sglang_benchmark_run_dir": "/var/tmp/run"}
+                        "sglang_benchmark_output_len": output_len}
         if points is not None:
             task["vars"]["sglang_benchmark_baseline"] = {"points": points}
-        tasks += [task, {"name": "keep " + case, "ansible.builtin.set_fact": {"eta_" + case: "{{ sglang_benchmark_eta }}"}}]
+        tasks.append(task)
     tasks.append({"name": "record", "ansible.builtin.copy": {
         "dest": str(tmp_path / "eta.json"), "mode": "0644",
         "content": "{{ {%s} | to_json }}" % ", ".join("'%s': eta_%s" % (c, c) for c in CASES)}})

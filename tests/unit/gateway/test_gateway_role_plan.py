@@ -1,7 +1,8 @@
 """The role's plan stage through ansible-playbook (tags gateway_plan: no change, no smg needed): bad input fails
 with a message naming the variable before anything is installed; a multi-node server becomes one worker (rank 0).
 
-The hosts are fake inventory names on the local connection; only controller-side tasks run (set_fact, assert, debug).
+The hosts are fake inventory names on the local connection; only the checks run (the input check, the plan and the
+module sglang_gateway_args, which finds no smg venv and checks what needs none).
 """
 
 import json
@@ -19,7 +20,7 @@ def _run(tmp_path, inventory, extra_vars=None):
     play = [{"name": "gateway plan", "hosts": "sglang_gateways", "gather_facts": False, "tasks": [
         {"name": "role", "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_gateway", "public": True},
          "tags": ["gateway_plan"]},
-        {"name": "save", "ansible.builtin.copy": {"content": "{{ {'workers': __sglang_gateway_workers, 'argv': __sglang_gateway_argv} | to_json }}",
+        {"name": "save", "ansible.builtin.copy": {"content": "{{ {'workers': __sglang_gateway_workers, 'argv': __sglang_gateway_flags.argv} | to_json }}",
                                                   "dest": str(tmp_path / "plan.json"), "mode": "0644"},
          "tags": ["gateway_plan"]},
     ]}]
