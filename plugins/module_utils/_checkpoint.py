@@ -28,7 +28,6 @@ naming it.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -51,14 +50,8 @@ class CheckpointError(ValueError):
 
 
 def _decode_json(raw, path):
-    try:
-        return json.loads(_fs.decode_source(raw, path, "checkpoint JSON file"))
-    except _fs.NotUtf8 as exc:
-        raise CheckpointError(str(exc)) from None
-    except RecursionError:
-        raise CheckpointError("%s is not valid JSON: nested too deeply" % path) from None
-    except ValueError as exc:
-        raise CheckpointError("%s is not valid JSON: %s" % (path, exc)) from None
+    return _fs.parse_json(raw, path, "checkpoint JSON file", CheckpointError,
+                          lambda reason: "%s is not valid JSON: %s" % (path, reason))
 
 
 class _Checkpoint(object):

@@ -10,8 +10,8 @@ The rule (a file is either a log or a source/record):
   from a driver or a model's output must not cost the verdict. :func:`read_text`, :func:`read_log`,
   :data:`LOG_ERRORS`.
 * A **source or record** (sources to patch, CMake files, JSON records, manifests, stamps) is refused, naming the
-  file and the byte offset (:class:`NotUtf8`, :func:`decode_source`, :func:`read_source`, :func:`load_json`):
-  reading it with replacement would patch, hash or trust text that is not the file's.
+  file and the byte offset (:class:`NotUtf8`, :func:`decode_source`, :func:`read_source`, :func:`load_json`,
+  :func:`parse_json`): reading it with replacement would patch, hash or trust text that is not the file's.
 """
 
 from __future__ import annotations
@@ -56,6 +56,22 @@ def load_json(path, what="JSON record"):
     """The JSON value of the file at ``path``: :raises NotUtf8: not UTF-8 (file and offset); ValueError: not JSON;
     OSError: unreadable."""
     return json.loads(read_source(path, what))
+
+
+def parse_json(raw, path, what, error, describe, object_pairs_hook=None):
+    """The JSON value of ``raw`` (bytes read from ``path``), every way it can be unreadable raised as ``error``
+    (the caller's operator-facing exception class): not UTF-8 (:class:`NotUtf8`'s message), nested too deeply, or
+    not JSON, the last two as ``describe(reason)``. An ``error`` raised by ``object_pairs_hook`` passes through."""
+    try:
+        return json.loads(decode_source(raw, path, what), object_pairs_hook=object_pairs_hook)
+    except error:
+        raise
+    except NotUtf8 as exc:
+        raise error(str(exc)) from None
+    except RecursionError:
+        raise error(describe("nested too deeply")) from None
+    except ValueError as exc:
+        raise error(describe(str(exc))) from None
 
 
 def read_log(path):

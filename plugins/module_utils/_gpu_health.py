@@ -691,20 +691,6 @@ def collect(nvidia_smi, kernel_log_source="auto", since=None, expected_gpu_count
     return verdict, smi
 
 
-def format_table(rows):
-    """Rows of ``{host, status, gpus, xids, remedy}`` -> a fixed-width text table (playbooks/health.yml)."""
-    head = ("host", "status", "gpus", "xids", "summary / remedy")
-    lines = [head]
-    for row in rows:
-        lines.append((str(row.get("host", "")), str(row.get("status", "")), str(row.get("gpus", "")),
-                      str(row.get("xids", "") or "-"), str(row.get("detail", ""))))
-    widths = [max(len(line[i]) for line in lines) for i in range(4)]
-    out = []
-    for line in lines:
-        out.append("  ".join(line[i].ljust(widths[i]) for i in range(4)) + "  " + line[4])
-    return "\n".join(out)
-
-
 def policy_plan(gpus, models):
     """What the GPU policy changes, per GPU: the first ``models`` entry whose ``model`` (a regular expression)
     is found in the GPU's name applies.
@@ -713,7 +699,8 @@ def policy_plan(gpus, models):
     :param models: ``[{model, power_limit_w?, application_clocks?: {memory_mhz, graphics_mhz}}]``.
     :returns: list (one per GPU) of ``{index, name, model, persistence: bool (on now), power_limit_w (wanted or
         None), power_limit_now, set_power: bool, clocks (``"<memory>,<graphics>"`` or None), clocks_now,
-        set_clocks: bool}``. Power limits equal within 0.5 W (nvidia-smi prints two decimals).
+        set_clocks: bool, changes: the nvidia-smi arguments that set them, ``[{args, label}]``}``. Power limits
+        equal within 0.5 W (nvidia-smi prints two decimals).
     """
     plan = []
     for gpu in gpus or []:
@@ -728,6 +715,13 @@ def policy_plan(gpus, models):
         if state.get("clocks_app_mem_mhz") is not None and state.get("clocks_app_sm_mhz") is not None:
             now_ac = "%d,%d" % (int(state["clocks_app_mem_mhz"]), int(state["clocks_app_sm_mhz"]))
         pm = state.get("persistence_mode")
+        set_power = want_pl is not None and (now_pl is None or abs(float(now_pl) - float(want_pl)) > 0.5)
+        set_clocks = want_ac is not None and want_ac != now_ac
+        where = "GPU %s %s: " % (gpu.get("index"), name)
+        changes = ([{"args": ["-i", str(gpu.get("index")), "-pl", str(want_pl)],
+                     "label": "%s%s W -> %s W" % (where, now_pl, want_pl)}] if set_power else []) + (
+                   [{"args": ["-i", str(gpu.get("index")), "-ac", want_ac],
+                     "label": "%s%s -> %s" % (where, now_ac, want_ac)}] if set_clocks else [])
         plan.append({
             "index": gpu.get("index"),
             "name": name,
@@ -735,29 +729,23 @@ def policy_plan(gpus, models):
             "persistence": bool(pm) and pm.lower() == "enabled",
             "power_limit_w": want_pl,
             "power_limit_now": now_pl,
-            "set_power": want_pl is not None and (now_pl is None or abs(float(now_pl) - float(want_pl)) > 0.5),
+            "set_power": set_power,
             "clocks": want_ac,
             "clocks_now": now_ac,
-            "set_clocks": want_ac is not None and want_ac != now_ac,
+            "set_clocks": set_clocks,
+            "changes": changes,
         })
     return plan
 
 
-def table_rows(results):
-    """``{host: gpu_health result or None}`` -> rows for :func:`format_table` (None: the host did not answer)."""
-    rows = []
-    for host in sorted(results):
-        res = results[host]
-        if not res:
-            rows.append({"host": host, "status": "unknown", "gpus": "?", "xids": "",
-                         "detail": "no verdict (unreachable, or the check failed)"})
-            continue
-        expected = res.get("expected_gpu_count")
-        gpus = "%s/%s" % (res.get("gpu_count"), expected) if expected is not None else str(res.get("gpu_count"))
-        xids = ",".join("%s%s" % (k, ("x%d" % v) if v > 1 else "") for k, v in sorted(
-            (res.get("xid_counts") or {}).items(), key=lambda kv: int(kv[0])))
-        detail = res.get("summary", "")
-        if res.get("remedy"):
-            detail += " -> " + res["remedy"]
-        rows.append({"host": host, "status": res.get("status"), "gpus": gpus, "xids": xids, "detail": detail})
-    return rows
+def table_row(res):
+    """A gpu_health result as its row of the fleet table (playbooks/health.yml): ``[status, gpus (visible/expected),
+    xids (this boot, ``79,119x3``; ``-`` for none), summary with the remedy]``."""
+    expected = res.get("expected_gpu_count")
+    gpus = "%s/%s" % (res.get("gpu_count"), expected) if expected is not None else str(res.get("gpu_count"))
+    xids = ",".join("%s%s" % (k, ("x%d" % v) if v > 1 else "") for k, v in sorted(
+        (res.get("xid_counts") or {}).items(), key=lambda kv: int(kv[0])))
+    detail = res.get("summary", "")
+    if res.get("remedy"):
+        detail += " -> " + res["remedy"]
+    return [str(res.get("status")), gpus, xids or "-", detail]

@@ -132,12 +132,12 @@ def load_manifest(path):
     """A manifest file given by the operator or kept in the state directory (not the model's own: see
     :func:`load_manifest_in`)."""
     try:
-        data = _fs.load_json(path, "model manifest")
-    except _fs.NotUtf8 as exc:
-        raise ModelError(str(exc)) from None
-    except (OSError, ValueError, RecursionError) as exc:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
         raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from None
-    return check_manifest(data, path)
+    return check_manifest(_fs.parse_json(raw, path, "model manifest", ModelError,
+                                         lambda reason: "cannot read the manifest %s: %s" % (path, reason)), path)
 
 
 def load_manifest_in(model_dir):
@@ -149,12 +149,11 @@ def load_manifest_in(model_dir):
         if opened is None:
             return None
         with opened[0] as handle:
-            data = json.loads(_fs.decode_source(handle.read(), path, "model manifest"))
+            data = _fs.parse_json(handle.read(), path, "model manifest", ModelError,
+                                  lambda reason: "cannot read the manifest %s: %s" % (path, reason))
     except _tree.TreeError as exc:
         raise ModelError("cannot read the manifest %s: it %s" % (path, exc.reason)) from None
-    except _fs.NotUtf8 as exc:
-        raise ModelError(str(exc)) from None
-    except (OSError, ValueError, RecursionError) as exc:
+    except OSError as exc:
         raise ModelError("cannot read the manifest %s: %s" % (path, exc)) from None
     return check_manifest(data, path)
 
@@ -277,14 +276,8 @@ def read_index(handle, rel):
                 raise ModelError("%s: key %r appears twice in one object (ambiguous index)" % (rel, key))
             seen[key] = value
         return seen
-    try:
-        data = json.loads(_fs.decode_source(handle.read(), rel, "safetensors index"), object_pairs_hook=pairs)
-    except _fs.NotUtf8 as exc:
-        raise ModelError(str(exc)) from None
-    except RecursionError:
-        raise ModelError("%s: JSON nested too deeply" % rel) from None
-    except ValueError as exc:
-        raise ModelError("%s: not JSON (%s)" % (rel, exc)) from None
+    data = _fs.parse_json(handle.read(), rel, "safetensors index", ModelError,
+                          lambda reason: "%s: not JSON (%s)" % (rel, reason), object_pairs_hook=pairs)
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise ModelError("%s: needs a 'weight_map' object mapping tensor names to shard file names" % rel)

@@ -177,11 +177,19 @@ policy_plan:
   description:
     - With O(policy_models), one entry per GPU C(index), C(name), C(model) (the matching entry or null),
       C(persistence) (bool, on now), C(power_limit_w) (wanted, or null), C(power_limit_now), C(set_power) (bool),
-      C(clocks) (wanted C("<memory>,<graphics>") MHz, or null), C(clocks_now), C(set_clocks) (bool). Power limits
-      within 0.5 W are equal (nvidia-smi prints two decimals).
+      C(clocks) (wanted C("<memory>,<graphics>") MHz, or null), C(clocks_now), C(set_clocks) (bool), C(changes)
+      (the nvidia-smi arguments that set the power limit and the clocks that differ, C([{args, label}])). Power
+      limits within 0.5 W are equal (nvidia-smi prints two decimals).
   returned: when O(policy_models) is given
   type: list
   elements: dict
+table_row:
+  description:
+    - This host's row of the fleet table that C(playbooks/health.yml) prints, C([status, gpus, xids, detail]):
+      GPUs as visible/expected, the Xids seen this boot (C(79,119x3); C(-) for none), the summary with the remedy.
+  returned: always
+  type: list
+  elements: str
 nvidia_smi:
   description: How nvidia-smi answered (C(ok), C(result), C(failure), C(unsupported_fields)); null without one.
   returned: always
@@ -191,7 +199,7 @@ nvidia_smi:
 import re
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.blackwell.sglang.plugins.module_utils._gpu_health import collect, parse_since, policy_plan
+from ansible_collections.blackwell.sglang.plugins.module_utils._gpu_health import collect, parse_since, policy_plan, table_row
 
 
 def main():
@@ -240,6 +248,7 @@ def main():
             verdict["policy_plan"] = policy_plan(verdict["gpus"], params["policy_models"])
         except (KeyError, TypeError, ValueError, re.error) as exc:
             module.fail_json(msg="policy_models: %s" % exc)
+    verdict["table_row"] = table_row(verdict)
     module.exit_json(changed=False, **verdict)
 
 

@@ -144,8 +144,8 @@ def test_gpu_health_collect_on_fuzzed_tool_output(data, expected):
     verdict, _smi = _gpu_health.collect("/usr/bin/nvidia-smi", kernel_log_source="journal", since=None,
                                         expected_gpu_count=expected, journalctl="/usr/bin/journalctl", run=run)
     assert verdict["status"] in ("healthy", "degraded", "unhealthy") and verdict["summary"]
-    rows = _gpu_health.table_rows({"h": verdict, "gone": None})
-    assert "h" in _gpu_health.format_table(rows)
+    row = _gpu_health.table_row(verdict)
+    assert len(row) == 4 and all(isinstance(cell, str) for cell in row) and row[0] == verdict["status"]
     plan = _gpu_health.policy_plan(verdict["gpus"], [
         {"model": "RTX", "power_limit_w": 450, "application_clocks": {"memory_mhz": 1, "graphics_mhz": 2}}])
     assert len(plan) == len(verdict["gpus"])

@@ -215,4 +215,6 @@ def test_hub_source_through_the_role_async_with_progress(tmp_path):
         assert "hf_do_not_print_me" not in first.stdout
         second = run(tmp_path, play_vars, hosts=("a",))
         assert recap(second.stdout, "a")["changed"] == 0, second.stdout[-3000:]
-        assert "verified at " + str(target) in second.stdout
+        # the second run's Hub plan finds the verified model in place and downloads nothing
+        assert str(target) + ": verified, " in second.stdout
+        assert "the Hub plan found it in place, nothing to download" in second.stdout, second.stdout[-3000:]

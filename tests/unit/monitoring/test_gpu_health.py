@@ -232,14 +232,6 @@ def test_recorded_layout_is_understood(tmp_path):
     assert result["status"] == "healthy" and result["gpu_count"] == 2
 
 
-def test_table():
-    text = gh.format_table([{"host": "gpu-a", "status": "unhealthy", "gpus": "1/2", "xids": "79", "detail": "x"},
-                            {"host": "gpu-bb", "status": "healthy", "gpus": "2/2", "xids": "", "detail": ""}])
-    lines = text.splitlines()
-    assert lines[0].split()[:4] == ["host", "status", "gpus", "xids"]
-    assert lines[1].startswith("gpu-a   unhealthy") and lines[2].split()[3] == "-"
-
-
 RECORDED_H200 = os.path.join(GH, "h200_recorded")
 
 
@@ -273,7 +265,7 @@ def test_module_runs_under_ansible_and_plans_the_gpu_policy(tmp_path):
     assert {p["model"] for p in out["policy_plan"]} == {"RTX PRO 6000"}
 
 
-# ---- GPU policy plan (gpu_health policy_models) and the sweep table (filter blackwell.sglang.gpu_health_table) -----
+# ---- GPU policy plan (gpu_health policy_models) and the sweep table's rows (gpu_health table_row) -----
 
 def test_policy_plan_changes_only_what_differs():
     result = verdict(None, "smi_ecc_pro6000_x2", expected=2)
@@ -295,10 +287,18 @@ def test_fake_nvidia_smi_keeps_the_policy(tmp_path):
     assert [g["state"]["power_limit_w"] for g in result["gpus"]] == [600.0, 450.0]
 
 
-def test_table_rows_from_verdicts():
+def test_table_row_of_a_verdict():
+    """gpu_health's table_row: the host's row of playbooks/health.yml's fleet table."""
     sick = verdict("xid79_fell_off_bus.log", "smi_one_gone_pro6000_x2", expected=2)
-    rows = gh.table_rows({"gpu-b": sick, "gpu-a": verdict("healthy_boot.log", "smi_healthy_pro6000_x2", expected=2),
-                          "gpu-c": None})
-    assert [(r["host"], r["status"], r["gpus"], r["xids"]) for r in rows] == [
-        ("gpu-a", "healthy", "2/2", ""), ("gpu-b", "unhealthy", "1/2", "79"), ("gpu-c", "unknown", "?", "")]
-    assert rows[1]["detail"].endswith(sick["remedy"])
+    assert gh.table_row(sick)[:3] == ["unhealthy", "1/2", "79"]
+    assert gh.table_row(sick)[3].endswith(" -> " + sick["remedy"])
+    assert gh.table_row(verdict("healthy_boot.log", "smi_healthy_pro6000_x2", expected=2))[:3] == ["healthy", "2/2", "-"]
+
+
+def test_policy_plan_lists_the_nvidia_smi_changes():
+    result = verdict(None, "smi_ecc_pro6000_x2", expected=2)
+    plan = gh.policy_plan(result["gpus"], [{"model": "RTX PRO 6000", "power_limit_w": 450,
+                                            "application_clocks": {"memory_mhz": 13365, "graphics_mhz": 2400}}])
+    assert [c["args"] for c in plan[0]["changes"]] == [["-i", "0", "-pl", "450"], ["-i", "0", "-ac", "13365,2400"]]
+    assert plan[0]["changes"][1]["label"] == "GPU 0 %s: 13365,2617 -> 13365,2400" % plan[0]["name"]
+    assert gh.policy_plan(result["gpus"], [])[0]["changes"] == []
