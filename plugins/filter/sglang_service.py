@@ -11,15 +11,12 @@ import re
 from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
-from ansible_collections.blackwell.sglang.plugins.module_utils import _multinode
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics
 
 DOCUMENTATION_NOTE = """
 sglang_service_args(settings, compute_capability, fp4_probe, fp4_backends) -> list   argv for launch_server, checked
-sglang_service_merge_args(computed, user) -> {args, overridden}   preflight's flags merged with the inventory's
 systemd_exec_args(argv) -> str             argv quoted for a systemd Exec line (%% and $$ escaped, ${VAR} kept)
-sglang_multinode(members, host, tp_size, ...) -> dict  --nnodes/--node-rank/--dist-init-addr of one member
 """
 
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
@@ -54,14 +51,6 @@ def sglang_service_args(settings, compute_capability=None, fp4_probe=None, fp4_b
     return argv
 
 
-def sglang_service_merge_args(computed, user):
-    """Computed safety flags + the inventory's extra args: ``{"args", "overridden"}`` (_server_flags.merge_extra_args)."""
-    try:
-        return _server_flags.merge_extra_args(list(computed or []), list(user or []))
-    except (_server_flags.FlagError, ValueError, TypeError) as exc:
-        raise AnsibleFilterError("sglang_service_extra_args: %s" % exc)
-
-
 def systemd_exec_args(argv, per_flag=False):
     """Quote tokens for an ``ExecStart=`` line.
 
@@ -92,22 +81,9 @@ def systemd_exec_args(argv, per_flag=False):
     return lines
 
 
-def sglang_multinode(members, host, tp_size, ranks=None, addresses=None, batch=None, release_ids=None,
-                     dist_init_addr="", dist_init_port=50000):
-    """One member's multi-node settings (module_utils/_multinode.plan_multinode); errors name the member."""
-    try:
-        return _multinode.plan_multinode(list(members or []), host, tp_size, ranks=ranks, addresses=addresses,
-                                         batch=None if batch is None else list(batch), release_ids=release_ids,
-                                         dist_init_addr=dist_init_addr, dist_init_port=dist_init_port)
-    except (_multinode.MultinodeError, ValueError, TypeError) as exc:
-        raise AnsibleFilterError("sglang_service multi-node: %s" % exc)
-
-
 class FilterModule(object):
     def filters(self):
         return {
             "sglang_service_args": sglang_service_args,
-            "sglang_service_merge_args": sglang_service_merge_args,
             "systemd_exec_args": systemd_exec_args,
-            "sglang_multinode": sglang_multinode,
         }

@@ -52,6 +52,7 @@ REMEDIES = {
     "no_tool_call": "the model answered without a tool call: check the chat template (tools must be rendered) and "
                     "the prompt",
     "bad_response": "the server did not answer with an OpenAI chat completion: see the status and body",
+    "no_tokens": "the server answered but generated nothing: see the journal of the unit and the model's chat template",
 }
 
 
@@ -59,6 +60,34 @@ def request_body(model, max_tokens=512):
     """The chat-completion request of the smoke test (``tool_choice: auto`` so the tool-call parser is exercised)."""
     return {"model": model, "messages": [{"role": "user", "content": PROMPT}], "tools": [FUNCTION],
             "tool_choice": "auto", "temperature": 0, "max_tokens": int(max_tokens)}
+
+
+def generation_body(model, prompt, max_tokens=512):
+    """One plain chat completion (the service's smoke generation): no tools, greedy."""
+    return {"model": model, "messages": [{"role": "user", "content": prompt}], "temperature": 0,
+            "max_tokens": int(max_tokens)}
+
+
+def generation_verdict(response, status=None):
+    """Judge the smoke generation: at least one choice and one completion token."""
+    if isinstance(response, (str, bytes)):
+        try:
+            response = json.loads(response)
+        except ValueError:
+            response = None
+    response = response if isinstance(response, dict) else {}
+    choices = response.get("choices") or []
+    tokens = ((response.get("usage") or {}).get("completion_tokens")) or 0
+    try:
+        tokens = int(tokens)
+    except (TypeError, ValueError):
+        tokens = 0
+    if choices and tokens > 0:
+        text = str(((choices[0] or {}).get("message") or {}).get("content") or "")
+        return {"verdict": "pass", "ok": True, "remedy": "", "tool_calls": [], "evidence": None,
+                "message": "smoke generation ok: %d tokens: %s" % (tokens, text if len(text) <= 120 else text[:117] + "...")}
+    return {"verdict": "no_tokens", "ok": False, "remedy": REMEDIES["no_tokens"], "tool_calls": [], "evidence": None,
+            "message": "the smoke generation returned no tokens (HTTP %s)" % (status if status is not None else "?")}
 
 
 def verdict(response, function_name=FUNCTION["function"]["name"]):

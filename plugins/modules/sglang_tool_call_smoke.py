@@ -9,9 +9,11 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: sglang_tool_call_smoke
-short_description: Send one tool-use request to the OpenAI-compatible endpoint and check the call lands in tool_calls
+short_description: Send one tool-use request (or one plain generation) to the OpenAI-compatible endpoint and judge it
 version_added: "0.1.0"
 description:
+  - With O(prompt), sends that one plain chat completion instead (the service's smoke generation) and passes when it
+    has a choice and at least one completion token; fails C(no_tokens) otherwise.
   - Posts one chat completion with a trivial function (C(get_current_weather)) and C(tool_choice=auto) to
     O(url) and judges the answer (field report N08 in docs/field-reports.md).
   - Passes when C(choices[0].message.tool_calls) calls the function. Fails C(tool_call_in_reasoning) when
@@ -42,6 +44,9 @@ options:
         the URL, what failed, the variable that sets it and what to check.
     type: int
     default: 300
+  prompt:
+    description: A plain generation with this user message instead of the tool-use request.
+    type: str
   max_tokens:
     description: C(max_tokens) of the request (reasoning models need room to think before calling).
     type: int
@@ -67,7 +72,8 @@ EXAMPLES = r"""
 
 RETURN = r"""
 verdict:
-  description: C(pass), C(tool_call_in_reasoning), C(tool_call_unparsed), C(no_tool_call) or C(bad_response).
+  description: C(pass), C(tool_call_in_reasoning), C(tool_call_unparsed), C(no_tool_call), C(bad_response) or (with
+    O(prompt)) C(no_tokens).
   returned: always
   type: str
 ok:
@@ -118,6 +124,7 @@ def main():
             api_key=dict(type="str", default="", no_log=True),
             timeout=dict(type="int", default=300),
             max_tokens=dict(type="int", default=512, no_log=False),
+            prompt=dict(type="str"),
         ),
         supports_check_mode=False,
     )
@@ -125,7 +132,9 @@ def main():
     headers = {"Content-Type": "application/json"}
     if p["api_key"]:
         headers["Authorization"] = "Bearer %s" % p["api_key"]
-    body = json.dumps(_tool_call.request_body(p["model"], p["max_tokens"]))
+    what = "smoke generation request" if p["prompt"] is not None else "tool-call smoke request"
+    body = json.dumps(_tool_call.generation_body(p["model"], p["prompt"], p["max_tokens"]) if p["prompt"] is not None
+                      else _tool_call.request_body(p["model"], p["max_tokens"]))
     if p["timeout"] < 1:
         module.fail_json(msg="timeout must be >= 1 second; got %s" % p["timeout"])
     status, text = None, ""
@@ -143,18 +152,21 @@ def main():
             status, text = exc.code, ""
     except (URLError, OSError, HTTPException, ValueError) as exc:
         # refused, DNS, timeout (urllib raises it bare while reading), TLS, reset, a bad URL
-        text = _net.message("tool-call smoke request", p["url"], exc=exc, **where)[0]
+        text = _net.message(what, p["url"], exc=exc, **where)[0]
         module.fail_json(msg="[bad_response] " + text, verdict="bad_response", ok=False, status=None, message=text,
                          remedy=_tool_call.REMEDIES["bad_response"],
                          tool_calls=[], evidence=None)
-    result = _tool_call.verdict(text if status == 200 else None)
+    if p["prompt"] is not None:
+        result = _tool_call.generation_verdict(text if status == 200 else None, status)
+    else:
+        result = _tool_call.verdict(text if status == 200 else None)
     if status != 200:
-        result["message"] = _net.message("tool-call smoke request", p["url"], status=status, body=text, **where)[0]
+        result["message"] = _net.message(what, p["url"], status=status, body=text, **where)[0]
     result["status"] = status
     if not result["ok"]:
         module.fail_json(msg="[%s] %s. Remedy: %s" % (result["verdict"], result["message"], result["remedy"]),
                          **result)
-    module.exit_json(changed=False, **result)
+    module.exit_json(changed=False, msg=result["message"], **result)
 
 
 if __name__ == "__main__":

@@ -76,11 +76,13 @@ def _render(tmp_path, extra):
     """The role's unit, environment file and health gate, rendered by ansible's template module."""
     facts = {
         "sglang_service_model_path": "/srv/models/qwen", "sglang_service_api_key": KEY,
-        "sglang_service__argv": ["--model-path", "/srv/models/qwen", "--host", "0.0.0.0"],
-        "sglang_service__backends": {"source": "probe"}, "sglang_service__kv": {"dtype": "bf16", "reason": "test"},
-        "sglang_service__parser": {"revision": "0.5.9"}, "sglang_service__device_closed": False,
-        "sglang_service__nvidia_groups": [], "sglang_service__persistenced": False, "sglang_service__nvidia_modprobe": False,
-        "sglang_service__merged_env": {"env": {"NCCL_P2P_DISABLE": "1"}},
+        "__sglang_service_argv": ["--model-path", "/srv/models/qwen", "--host", "0.0.0.0"],
+        "__sglang_service_backends": {"source": "probe"}, "__sglang_service_kv": {"dtype": "bf16", "reason": "test"},
+        "__sglang_service_parser": {"revision": "0.5.9"}, "__sglang_service_device_closed": False,
+        "__sglang_service_nvidia_groups": [], "__sglang_service_persistenced": False, "__sglang_service_nvidia_modprobe": False,
+        "__sglang_service_plan": {"env": {"NCCL_P2P_DISABLE": "1"}}, "__sglang_service_model_path": "/srv/models/qwen",
+        "__sglang_service_state_dir_name": "sglang", "__sglang_service_cache_dir_name": "sglang",
+        "__sglang_service_rdma_groups": [], "__sglang_service_rdma_paths": [],
     }
     facts.update(extra)
     tasks = [{"name": "render %s" % name, "ansible.builtin.template": {

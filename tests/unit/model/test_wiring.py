@@ -72,9 +72,10 @@ def _converge(tmp_path, host_vars, play_vars):
     report = str(tmp_path) + "/{{ inventory_hostname }}.wired.json"
     tasks = _site_tasks(WIRING) + [
         {"name": "The service's checkpoint checks (sglang_checkpoint_facts, KV-cache guard) on the path it was given",
-         "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_service", "tasks_from": "checkpoint",
+         "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_service", "tasks_from": "check",
                                           "public": True},
-         "vars": {"sglang_service__should_start": False, "sglang_service_python": "/nonexistent/python"}},
+         # the check changes nothing; in check mode a host without a venv plans the flags without reading the parser
+         "check_mode": True, "vars": {"sglang_service_python": "/nonexistent/python"}},
         {"name": "The service's environment file, from the role's template",
          "ansible.builtin.template": {"src": os.path.join(ROOT, "roles", "sglang_service", "templates", "sglang.env.j2"),
                                       "dest": str(tmp_path) + "/{{ inventory_hostname }}.sglang.env", "mode": "0644"}},
@@ -82,8 +83,8 @@ def _converge(tmp_path, host_vars, play_vars):
          "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_release", "tasks_from": "manifest"}},
         {"name": "What the service was given", "ansible.builtin.copy": {
             "dest": report, "mode": "0644",
-            "content": "{{ {'model_path': sglang_service_model_path, 'checkpoint': sglang_service__checkpoint,"
-                       " 'kv': sglang_service__kv, 'model_env': sglang_service_model_env} | to_json }}"}},
+            "content": "{{ {'model_path': __sglang_service_model_path, 'checkpoint': __sglang_service_checkpoint,"
+                       " 'kv': __sglang_service_kv, 'model_env': sglang_service_model_env} | to_json }}"}},
     ]
     play = [{"name": "wiring", "hosts": "all", "gather_facts": False, "vars": play_vars, "tasks": tasks}]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))

@@ -1,5 +1,6 @@
 """Multi-node serving: the planner (module_utils/_multinode.py), the three flags it feeds, and the role's
-multinode.yml run for real by ansible-playbook over a three-host local inventory (the group -> rank -> flags path
+check (the plan module's multinode option) run for real by ansible-playbook, in check mode, over a three-host local
+inventory (the group -> rank -> flags path
 an operator's inventory takes)."""
 
 import json
@@ -134,23 +135,20 @@ def _run(tmp_path, extra_vars, limit=None, inventory=None):
         "name": "plan the multi-node server", "hosts": "all", "gather_facts": False,
         "tasks": [
             {"name": "role tasks", "ansible.builtin.include_role": {
-                "name": "blackwell.sglang.sglang_service", "tasks_from": "multinode", "public": True}},
-            {"name": "the flags the unit would get", "ansible.builtin.set_fact": {
-                "argv": "{{ {'model_path': '/m', 'tp_size': sglang_stack_service_tp_size | int,"
-                        " 'nnodes': sglang_service_multinode.nnodes,"
-                        " 'node_rank': sglang_service_multinode.node_rank,"
-                        " 'dist_init_addr': sglang_service_multinode.dist_init_addr}"
-                        " | blackwell.sglang.sglang_service_args }}"}},
+                "name": "blackwell.sglang.sglang_service", "tasks_from": "check", "public": True}},
             {"name": "save", "ansible.builtin.copy": {
-                "content": "{{ {'plan': sglang_service_multinode, 'argv': argv} | to_json }}",
+                "content": "{{ {'plan': __sglang_service_plan.multinode, 'argv': __sglang_service_plan.argv} | to_json }}",
                 "dest": str(out_dir) + "/{{ inventory_hostname }}.json", "mode": "0644"},
-             "delegate_to": "localhost"},
+             "delegate_to": "localhost", "check_mode": False},
         ],
     }]
     (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
     (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory or INVENTORY))
+    # a host without a venv: check mode plans without reading the parser
+    base = {"sglang_service_model_path": "/srv/models/none", "sglang_service_python": str(tmp_path / "no-venv" / "python"),
+            "sglang_stack_has_target_gpu": False}
     res = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "inventory.yml",
-                               extra_vars=extra_vars, limit=limit, timeout=240)
+                               extra_vars=dict(base, **extra_vars), limit=limit, check=True, timeout=240)
     plans = {p.stem: json.loads(p.read_text()) for p in out_dir.glob("*.json")}
     return res, plans
 
@@ -167,7 +165,7 @@ def test_role_plans_a_pair_from_the_inventory_group(tmp_path):
         assert argv[argv.index("--nnodes") + 1] == "2"
         assert argv[argv.index("--dist-init-addr") + 1] == "10.0.0.11:50000"
         assert host["plan"]["tp_per_node"] == 8
-    assert "node rank 1 of 2 (8 of 16 TP ranks here), rank 0 = gpu-a" in res.stdout
+    assert b["plan"]["leader"] == "gpu-a"
 
 
 @pytest.mark.slow
@@ -213,16 +211,17 @@ def test_unit_of_a_multinode_rank_opens_the_rdma_devices(tmp_path):
     role = os.path.join(ROOT, "roles", "sglang_service")
     facts = {
         "sglang_service_model_path": "/srv/models/qwen",
-        "sglang_service__argv": ["--model-path", "/srv/models/qwen", "--nnodes", "2", "--node-rank", "1"],
-        "sglang_service__backends": {"source": "probe"}, "sglang_service__kv": {"dtype": "bf16", "reason": "test"},
-        "sglang_service__parser": {"revision": "0.5.9"}, "sglang_service__device_closed": True,
-        "sglang_service__nvidia_groups": ["nvidia", "nvidia-uvm"], "sglang_service__persistenced": False,
-        "sglang_service__nvidia_modprobe": False,
+        "__sglang_service_argv": ["--model-path", "/srv/models/qwen", "--nnodes", "2", "--node-rank", "1"],
+        "__sglang_service_backends": {"source": "probe"}, "__sglang_service_kv": {"dtype": "bf16", "reason": "test"},
+        "__sglang_service_parser": {"revision": "0.5.9"}, "__sglang_service_device_closed": True,
+        "__sglang_service_nvidia_groups": ["nvidia", "nvidia-uvm"], "__sglang_service_persistenced": False,
+        "__sglang_service_nvidia_modprobe": False, "__sglang_service_model_path": "/srv/models/qwen",
+        "__sglang_service_state_dir_name": "sglang", "__sglang_service_cache_dir_name": "sglang",
     }
     units = {}
     for name, rdma in (("rank", True), ("single", False)):
-        extra = dict(facts, sglang_service__rdma_groups=["infiniband_verbs"] if rdma else [],
-                     sglang_service__rdma_paths=["/dev/infiniband/rdma_cm"] if rdma else [])
+        extra = dict(facts, __sglang_service_rdma_groups=["infiniband_verbs"] if rdma else [],
+                     __sglang_service_rdma_paths=["/dev/infiniband/rdma_cm"] if rdma else [])
         play = [{"name": "render", "hosts": "localhost", "connection": "local", "gather_facts": False,
                  # the role's defaults on top of the stack contract's (roles/sglang_stack), which they read
                  "vars_files": [os.path.join(role, "..", "sglang_stack", "defaults", "main.yml"),

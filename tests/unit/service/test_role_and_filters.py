@@ -54,16 +54,19 @@ def test_systemd_exec_lines_per_flag():
 
 
 def _device_groups(tmp_path, proc_devices):
-    """The character-device groups install.yml reads from /proc/devices, [nvidia, rdma] per case (text, multi-node)."""
+    """The character-device groups the role derives (vars/main.yml) from /proc/devices as install.yml reads it,
+    [nvidia, rdma] per case (text, multi-node)."""
+    with open(os.path.join(ROOT, "roles", "sglang_service", "vars", "main.yml"), encoding="utf-8") as handle:
+        derived = yaml.safe_load(handle)
     paths = {k: {"exists": False} for k in ("persistenced_lib", "persistenced_usr", "persistenced_etc",
                                             "nvidia_modprobe", "rdma_cm")}
     tasks = []
     for case, (text, multinode) in proc_devices.items():
-        task = ansible_run.role_task("sglang_service", "install.yml", "Decide the device policy and NVIDIA ordering")
-        task["vars"] = {"sglang_service__proc_devices": {"content": base64.b64encode(text.encode()).decode()},
-                        "sglang_service_multinode": {"enabled": multinode}, "__sglang_service_paths": {"paths": paths}}
-        tasks += [task, {"name": "keep " + case, "ansible.builtin.set_fact": {
-            "groups_" + case: "{{ [sglang_service__nvidia_groups, sglang_service__rdma_groups] }}"}}]
+        tasks.append({"name": "keep " + case, "ansible.builtin.set_fact": {
+            "groups_" + case: "{{ [__sglang_service_nvidia_groups, __sglang_service_rdma_groups] }}"},
+            "vars": dict(derived, __sglang_service_proc_devices={"content": base64.b64encode(text.encode()).decode()},
+                         __sglang_service_plan={"multinode": {"enabled": multinode}},
+                         __sglang_service_paths={"paths": paths})})
     tasks.append({"name": "record", "ansible.builtin.copy": {
         "dest": str(tmp_path / "groups.json"), "mode": "0644",
         "content": "{{ {%s} | to_json }}" % ", ".join("'%s': groups_%s" % (c, c) for c in proc_devices)}})

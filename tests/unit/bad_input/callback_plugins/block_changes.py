@@ -28,7 +28,7 @@ READ_ONLY = {
     "include_vars", "stat", "slurp", "getent", "meta", "validate_argument_spec", "setup", "gather_facts",
     "command", "shell", "script", "find", "set_stats", "add_host", "group_by", "noop", "pause", "wait_for_connection",
     "gpu_facts", "toolchain_facts", "host_facts", "sglang_server_args", "sglang_checkpoint_facts", "fp4_kernel_probe",
-    "package_facts", "sglang_model_archive", "unknown_variables",
+    "package_facts", "sglang_model_archive", "unknown_variables", "sglang_release_target",
 }
 
 
