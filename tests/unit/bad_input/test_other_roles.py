@@ -38,6 +38,8 @@ CASES = [
     ("torch-extra-other-date", "torch_nightly", None, {"sglang_stack_torch_version": "2.12.0.dev20260307+cu130",
                                                       "torch_nightly_extra_packages": ["torchvision==0.27.0.dev20260308+cu130"]},
      ["Nightly extras must be built on torch's date (dev20260307)"]),
+    ("torch-wheelhouse-without-the-wheel", "torch_nightly", None, {"torch_nightly_wheelhouse": "/nonexistent/wheelhouse"},
+     ["/nonexistent/wheelhouse has no torch-", "wheelhouse mode installs torch only from there"]),
     ("torch-extra-marker", "torch_nightly", None, {"torch_nightly_extra_packages": ["torchvision==0.27.0.dev20260307; python_version>'3'"]},
      ["torch_nightly_extra_packages", "no ';' markers"]),
     ("cuda-pip-venv-empty", "cuda_toolchain", None, {"sglang_stack_cuda_install_method": "pip", "cuda_toolchain_pip_venv": ""},
