@@ -1,5 +1,6 @@
 """Field reports part 2 through the service filters, the ``sglang_server_args`` module with recorded SGLang parsers
-(N05, N06), the ``pip_failure_class`` / ``torch_nightly_*`` filters (N14) and the torch_nightly role files."""
+(N05, N06), the ``pip_failure_class`` filter (N14) and the torch_nightly role files (its messages and the mirror's
+wheel names: tests/unit/field_reports/test_torch_mirror_playbook.py)."""
 
 import os
 
@@ -11,8 +12,6 @@ import ansible_run
 from conftest import FIXTURES, ROOT
 from ansible_collections.blackwell.sglang.plugins.filter.pip_failure_class import pip_failure_class
 from ansible_collections.blackwell.sglang.plugins.filter.sglang_service import sglang_service_args
-from ansible_collections.blackwell.sglang.plugins.filter.torch_nightly import (
-    torch_nightly_failure_message, torch_nightly_wheel_patterns)
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 
 
@@ -100,9 +99,7 @@ def test_n14_purged_pin():
     assert pip_failure_class(PURGED) == "nightly_pin_purged"
     detail = pip_failure_class(PURGED, detail=True)
     assert detail["requirement"] == "torch==2.12.0.dev20260307+cu130" and detail["pin_date"] == "20260307"
-    message = torch_nightly_failure_message(PURGED, ["torch==2.12.0.dev20260307+cu130"])
-    assert "torch==2.12.0.dev20260307+cu130" in message and "torch_nightly_wheelhouse" in message
-    assert message.startswith("[nightly_pin_purged]")
+    assert "torch_nightly_wheelhouse" in detail["remedy"] and detail["listed_dates"][0] == "20260601"
 
 
 @pytest.mark.parametrize("text,expect", [
@@ -124,16 +121,9 @@ def test_n14_variants(text, expect):
 
 
 def test_n14_other_failures_keep_their_verdict():
-    message = torch_nightly_failure_message("ERROR: Could not install packages due to an OSError: [Errno 28] No "
-                                            "space left on device", ["torch==2.12.0.dev20260307+cu130"], "/srv/wh")
-    assert message.startswith("[disk_full]") and "/srv/wh" in message
-
-
-def test_n14_wheel_patterns_follow_the_wheel_name_rule():
-    assert torch_nightly_wheel_patterns(["torch==2.12.0.dev20260307+cu130", "pytorch-triton==3.6.0+git5261b273"]) == \
-        ["torch-2.12.0.dev20260307+cu130-*.whl", "pytorch_triton-3.6.0+git5261b273-*.whl"]
-    with pytest.raises(AnsibleFilterError):
-        torch_nightly_wheel_patterns(["torch>=2.12"])
+    detail = pip_failure_class("ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device",
+                               detail=True)
+    assert detail["verdict"] == "disk_full" and detail["remedy"] == ""
 
 
 def test_n14_role_mirrors_once_and_installs_from_the_copy():

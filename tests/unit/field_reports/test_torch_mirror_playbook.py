@@ -3,7 +3,8 @@
 The "nightly index" is a local PEP 503 directory (file://) holding small but valid wheels built by the test: a
 stand-in at the network boundary. First run: the pinned wheels are downloaded once and fetched into the controller
 mirror, then copied to the host's wheelhouse. Second run, with the index gone: the mirror alone serves the pin. A pin
-the index no longer lists (only newer nightlies) fails with the nightly_pin_purged message naming the remedy.
+the index no longer lists (only newer nightlies) fails with the nightly_pin_purged message naming the remedy. An
+extra whose project name has a "-" is found in the mirror by the wheel file-name rule ("pytorch_triton-...").
 """
 
 import base64
@@ -15,6 +16,7 @@ import zipfile
 import ansible_run
 
 PIN = "2.12.0.dev20260307+cu130"
+TRITON = "3.6.0+git5261b273"
 
 
 def wheel(directory, name, version):
@@ -49,14 +51,14 @@ def index(root, wheels):
     return "file://%s/simple" % root
 
 
-def play(tmp_path, index_url, mirror, dest, pin=PIN):
+def play(tmp_path, index_url, mirror, dest, pin=PIN, extras=()):
     play_vars = {"sglang_stack_torch_version": pin, "torch_nightly_python": sys.executable,
                  "torch_nightly_index_url": index_url, "torch_nightly_wheelhouse_mirror": str(mirror),
                  "torch_nightly_wheelhouse_mirror_dest": str(dest), "torch_nightly_pip_retries": 0,
                  "torch_nightly_pip_timeout": 5, "torch_nightly_pip_poll_interval": 1,
-                 # torch alone: the preset's companions (the default with the preset's torch) are not in this
+                 # not the preset's companions (the default with the preset's torch): they are not in this
                  # test's index
-                 "torch_nightly_extra_packages": []}
+                 "torch_nightly_extra_packages": list(extras)}
     tasks = [{"name": "validate", "ansible.builtin.include_role": {
         "name": "blackwell.sglang.torch_nightly", "tasks_from": "validate"}},
         {"name": "mirror", "ansible.builtin.include_role": {
@@ -66,19 +68,20 @@ def play(tmp_path, index_url, mirror, dest, pin=PIN):
 
 
 def test_mirror_first_run_then_no_index(tmp_path):
-    url = index(tmp_path / "idx", {"torch": [PIN, "2.12.0.dev20260601+cu130"]})
+    url = index(tmp_path / "idx", {"torch": [PIN, "2.12.0.dev20260601+cu130"], "pytorch-triton": [TRITON]})
     mirror, dest = tmp_path / "controller-mirror", tmp_path / "host-wheelhouse"
-    first = play(tmp_path, url, mirror, dest)
+    extras = ["pytorch-triton==" + TRITON]
+    first = play(tmp_path, url, mirror, dest, extras=extras)
     assert first.returncode == 0, first.stdout[-3000:]
-    name = "torch-%s-py3-none-any.whl" % PIN
-    assert sorted(os.listdir(str(mirror))) == [name]
-    assert os.path.isfile(str(dest / name))
-    os.remove(str(dest / name))
-    second = play(tmp_path, "file://%s/nowhere" % tmp_path, mirror, dest)
+    names = ["pytorch_triton-%s-py3-none-any.whl" % TRITON, "torch-%s-py3-none-any.whl" % PIN]
+    assert sorted(os.listdir(str(mirror))) == names
+    assert all(os.path.isfile(str(dest / name)) for name in names)
+    os.remove(str(dest / names[1]))
+    second = play(tmp_path, "file://%s/nowhere" % tmp_path, mirror, dest, extras=extras)
     assert second.returncode == 0, second.stdout[-3000:]
-    # the index is gone: had the download run, the play would have failed on it
-    assert os.path.isfile(str(dest / name))
-    assert sorted(os.listdir(str(mirror))) == [name]
+    # the index is gone: had the download run (both wheels found in the mirror by name), the play would have failed
+    assert os.path.isfile(str(dest / names[1]))
+    assert sorted(os.listdir(str(mirror))) == names
 
 
 def test_pin_gone_from_the_index_names_the_remedy(tmp_path):

@@ -49,8 +49,9 @@ INSTALLERS = ("ansible.builtin.pip", "pip", "ansible.builtin.git", "git")
 
 
 @pytest.mark.parametrize("modules, at_least, known", [
-    (SCRIPT, 7, "roles/torch_nightly/tasks/verify.yml"),
-    (INSTALLERS, 10, "roles/sglang_source/tasks/main.yml"),
+    (SCRIPT, 5, "roles/cuda_toolchain/tasks/install_pip.yml"),
+    # the shared venv install holds the pip task of torch_nightly, cuda_toolchain and flashinfer
+    (INSTALLERS, 7, "roles/sglang_stack/tasks/venv_install_steps.yml"),
 ])
 def test_the_walk_finds_the_known_tasks(modules, at_least, known):
     # an empty walk would pass the checks below vacuously

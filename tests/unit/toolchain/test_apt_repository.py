@@ -122,9 +122,10 @@ def both_roles(tmp_path_factory):
                   ansible.builtin.include_role:
                     name: blackwell.sglang.cuda_toolchain
                     tasks_from: validate
-                - name: Keep the URL
+                    public: true
+                - name: Keep the URL (the one install_apt.yml adds)
                   ansible.builtin.set_fact:
-                    toolchain_verdict: "{{ cuda_toolchain__apt_repo_url }}"
+                    toolchain_verdict: "{{ __cuda_toolchain_apt_repo_url }}"
               rescue:
                 - name: Keep the refusal
                   ansible.builtin.set_fact:

@@ -21,7 +21,7 @@ def test_cuda_wheels_of_another_minor_or_missing_fail_naming_them(tmp_path):
         task = ansible_run.role_task("cuda_toolchain", "install_pip.yml", TASK)
         task.pop("when")
         task["vars"].update({"sglang_stack_cuda_version": version,
-                             "cuda_toolchain__wheels": {"home": "/opt/cuda-wheels", "dists": dists}})
+                             "__cuda_toolchain_wheels": {"home": "/opt/cuda-wheels", "dists": dists}})
         tasks.append(dict(task, register="case_" + case, ignore_errors=True))
     tasks.append({"name": "record", "ansible.builtin.copy": {
         "dest": str(tmp_path / "cases.json"), "mode": "0644",
