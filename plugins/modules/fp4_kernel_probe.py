@@ -332,12 +332,12 @@ def main():
         except (IOError, OSError, ValueError):
             previous = None                     # none yet, or unreadable: measure
         if runner.reusable(previous, key, p["compute_capability"]):
-            previous["reused"] = True
-            module.exit_json(changed=False, **previous)
+            previous.update(changed=False, reused=True)
+            module.exit_json(**previous)
     for shp in (p["shapes"] or []) + (p["moe_shapes"] or []):
-        for key in ("n", "k", "hidden", "intermediate", "experts", "top_k"):
-            if key in shp:
-                shp[key] = int(float(shp[key]))     # whole numbers (checked above), also when written "512"
+        for dim in ("n", "k", "hidden", "intermediate", "experts", "top_k"):
+            if dim in shp:
+                shp[dim] = int(float(shp[dim]))     # whole numbers (checked above), also when written "512"
     spec = {
         "m_list": p["m_list"], "shapes": p["shapes"], "moe_shapes": p["moe_shapes"], "backends": p["backends"],
         "timeout_s": p["timeout"], "env_timeout_s": p["env_timeout"], "total_timeout_s": p["total_timeout"],
