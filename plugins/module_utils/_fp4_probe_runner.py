@@ -85,6 +85,51 @@ class ProbeError(Exception):
         self.output_tail = output_tail
 
 
+# ---- what the module decides before it measures: the allowed values, the probe key, an earlier result to reuse ----
+
+# SGLang's command-line flag for each recommendation (fp4_numerics.GEMM_FLAG / MOE_FLAG)
+PARSER_FLAGS = (("fp4_gemm_backend", "--fp4-gemm-backend"), ("moe_runner_backend", "--moe-runner-backend"))
+
+
+def parser_choices(parser):
+    """Per recommendation, the values the installed SGLang's parser accepts: ``None`` = any (no parser read, or a
+    free-valued flag), a list otherwise (a flag this SGLang does not have allows nothing)."""
+    flags = None if parser is None else parser.get("flags") or {}
+    return dict((name, None if flags is None else (flags[flag].get("choices") if flag in flags else []))
+                for name, flag in PARSER_FLAGS)
+
+
+def allowed_values(requested, choices):
+    """The values the recommendation may name: the requested ones (checked against the parser's choices by
+    :func:`not_accepted`), else the parser's choices; ``None`` = any."""
+    out = {}
+    for name, _flag in PARSER_FLAGS:
+        req = list(requested.get(name) or [])
+        out[name] = (req or None) if choices[name] is None else (req or list(choices[name]))
+    return out
+
+
+def not_accepted(requested, choices):
+    """``[(name, flag, requested, choices)]`` for every recommendation whose requested values the parser refuses."""
+    return [(name, flag, list(requested.get(name) or []), choices[name]) for name, flag in PARSER_FLAGS
+            if choices[name] is not None and set(requested.get(name) or []) - set(choices[name])]
+
+
+def probe_key(inputs):
+    """SHA-256 of the probe's inputs in the order given (python, m_list, shapes, moe_shapes, backends, device_index,
+    allowed, compute_capability): an earlier result with this key measured the same thing."""
+    import hashlib
+    return hashlib.sha256(json.dumps(inputs).encode("utf-8")).hexdigest()
+
+
+def reusable(previous, key, compute_capability):
+    """Whether an earlier result (the parsed result file, or None) measured these inputs on a device of this compute
+    capability."""
+    device = (previous or {}).get("device") or {}
+    return (isinstance(previous, dict) and previous.get("probe_key", "") == key and bool(device.get("present"))
+            and str(device.get("compute_capability", "")) == str(compute_capability))
+
+
 def _module_source(mod):
     """Source text of an imported module, also from inside an AnsiballZ zip."""
     import inspect

@@ -298,6 +298,16 @@ def check_cmake(tool, cfg):
     return check(name, FAIL, msg, remedy)
 
 
+# The variable a user sets to say where the toolkit is, per sglang_stack_cuda_install_method (cuda_toolchain_home is
+# the fact cuda_toolchain derives from it, not a setting)
+_HOME_SETTING = {"apt": "cuda_toolchain_apt_home", "existing": "cuda_toolchain_existing_home"}
+
+
+def _home_setting(cfg):
+    return _HOME_SETTING.get(cfg.get("cuda_install_method"),
+                             "cuda_toolchain_existing_home (with sglang_stack_cuda_install_method: existing)")
+
+
 def _toolkit_note(cfg):
     return "cuda_toolchain installs CUDA %s (method %s)" % (cfg["cuda_version"], cfg["cuda_install_method"])
 
@@ -308,7 +318,7 @@ def check_nvcc_version(tool, cfg):
     if not nvcc.get("present"):
         if cfg["cuda_install_method"] == "existing":
             return check(name, FAIL, "sglang_stack_cuda_install_method is 'existing' but %s does not exist" % nvcc.get("nvcc"),
-                         "install CUDA %s there or set cuda_toolchain_home" % cfg["cuda_version"])
+                         "install CUDA %s there or set cuda_toolchain_existing_home to the toolkit" % cfg["cuda_version"])
         return check(name, SKIP, "no nvcc at %s yet; %s" % (nvcc.get("nvcc"), _toolkit_note(cfg)))
     if not nvcc.get("version"):
         return check(name, FAIL, "%s --version not understood: %s" % (nvcc["nvcc"], nvcc.get("version_error")),
@@ -320,8 +330,8 @@ def check_nvcc_version(tool, cfg):
     status = FAIL if cfg["cuda_install_method"] == "existing" or have[0] != want[0] else WARN
     msg = "%s is CUDA %s but CUDA %s is requested" % (nvcc["nvcc"], nvcc["version"], cfg["cuda_version"])
     return check(name, status, msg,
-                 "point cuda_toolchain_home at a CUDA %s toolkit or change sglang_stack_cuda_version"
-                 % cfg["cuda_version"])
+                 "point %s at a CUDA %s toolkit or change sglang_stack_cuda_version"
+                 % (_home_setting(cfg), cfg["cuda_version"]))
 
 
 def check_nvcc_arch(tool, cfg):
@@ -341,7 +351,7 @@ def check_nvcc_arch(tool, cfg):
     return check(name, FAIL, "%s (CUDA %s) cannot target %s (sm_%sa): it lists %s; builds would stop with "
                  "\"nvcc fatal : Unsupported gpu architecture '%sa'\"" % (
                      nvcc["nvcc"], nvcc.get("version"), arch, target.replace(".", ""), " ".join(archs), arch),
-                 "install CUDA %s (SM120 needs CUDA >= 12.8) and set cuda_toolchain_home to it" % cfg["cuda_version"])
+                 "install CUDA %s (SM120 needs CUDA >= 12.8) and set %s to it" % (cfg["cuda_version"], _home_setting(cfg)))
 
 
 def check_nvcc_shadowing(tool, cfg):

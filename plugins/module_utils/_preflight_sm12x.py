@@ -85,7 +85,8 @@ def check_nvcc_targets(tool, target_archs):
         message = ("%s (CUDA %s) cannot target %s: builds stop with \"nvcc fatal : Unsupported gpu architecture\" "
                    "(it lists %s)" % (nvcc.get("nvcc"), nvcc.get("version"), ", ".join(missing), listing))
         return _check(name, "fail", message,
-                      "install CUDA >= 12.9 (sm_121 needs 12.9; CUDA 13 has both) and set cuda_toolchain_home to it")
+                      "install CUDA >= 12.9 (sm_121 needs 12.9; CUDA 13 has both) and set cuda_toolchain_existing_home to "
+                      "it (sglang_stack_cuda_install_method: existing)")
     return _check(name, "pass", "%s lists %s" % (nvcc.get("nvcc"), ", ".join(need)))
 
 

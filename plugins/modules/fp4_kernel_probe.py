@@ -106,15 +106,34 @@ options:
     default: 0
   allowed_fp4_gemm_backends:
     description:
-      - Values the installed SGLang accepts for C(--fp4-gemm-backend); RV(recommended) is limited to them.
-        Default any SGLang name.
+      - Values RV(recommended) may name for C(--fp4-gemm-backend). Empty or unset - the values O(parser) accepts, or any
+        SGLang name without O(parser).
+      - With O(parser), a value the installed SGLang does not accept fails the module, naming the role's variable
+        C(fp4_probe_allowed_fp4_gemm_backends).
     type: list
     elements: str
   allowed_moe_runner_backends:
     description:
-      - Values the installed SGLang accepts for C(--moe-runner-backend); RV(recommended) is limited to them.
+      - Values RV(recommended) may name for C(--moe-runner-backend), as O(allowed_fp4_gemm_backends)
+        (C(fp4_probe_allowed_moe_runner_backends)).
     type: list
     elements: str
+  parser:
+    description:
+      - The result of M(blackwell.sglang.sglang_server_args) for the venv (its C(flags) and C(revision)): the
+        recommendation is limited to the values the installed SGLang accepts. Without C(flags) (the parser could not
+        be read) the module fails before it measures. Unset - no parser (a venv without SGLang).
+    type: dict
+  reuse_from:
+    description:
+      - An earlier result file (the role's C(fp4_probe_result_file)). When it holds a result with this RV(probe_key)
+        measured on a device of O(compute_capability), that result is returned (RV(reused)) and nothing is measured.
+    type: path
+  compute_capability:
+    description: Compute capability of the probed device (C(12.0)); part of RV(probe_key), and what O(reuse_from)'s
+      result must have been measured on.
+    type: str
+    default: ""
   environment:
     description:
       - Extra environment for the probe processes, for example C(CUDA_HOME), C(FLASHINFER_WORKSPACE_BASE),
@@ -161,6 +180,27 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+probe_key:
+  description: SHA-256 of what was measured (python, M list, shapes, backends, device index, allowed values, compute
+    capability).
+  returned: always
+  type: str
+allowed:
+  description: The values each recommendation may name (C(fp4_gemm_backend), C(moe_runner_backend)); null = any.
+  returned: always
+  type: dict
+parser:
+  description: The revision of the SGLang whose parser limited RV(allowed), or null.
+  returned: always
+  type: str
+skipped:
+  description: C(false) (the role records a skipped probe without calling the module).
+  returned: always
+  type: bool
+reused:
+  description: The result is the one of O(reuse_from), not measured now.
+  returned: always
+  type: bool
 device:
   description:
     - The probed GPU, C(present), C(name), C(compute_capability) (C("12.0")), C(cc) (120), C(sm), C(index),
@@ -217,6 +257,7 @@ probe:
   type: dict
 """
 
+import json
 import os
 import shutil
 import tempfile
@@ -247,6 +288,9 @@ def main():
             allowed_fp4_gemm_backends=dict(type="list", elements="str"),
             allowed_moe_runner_backends=dict(type="list", elements="str"),
             environment=dict(type="dict", default={}),
+            parser=dict(type="dict"),
+            reuse_from=dict(type="path"),
+            compute_capability=dict(type="str", default=""),
         ),
         supports_check_mode=True,
     )
@@ -261,20 +305,44 @@ def main():
     })
     if problems:
         module.fail_json(msg="; ".join(problems))
+    parser = p["parser"]
+    if parser is not None and parser.get("flags") is None:
+        module.fail_json(msg="fp4_probe: cannot read the installed SGLang's parser with %s to limit the recommendation "
+                         "to the values it accepts: %s %s. Install SGLang in that venv first (sglang_source), or set "
+                         "fp4_probe_read_parser: false for a venv without it."
+                         % (p["python"], parser.get("msg") or "", " ".join(parser.get("errors") or [])))
+    requested = {num.GEMM_FLAG: p["allowed_fp4_gemm_backends"], num.MOE_FLAG: p["allowed_moe_runner_backends"]}
+    choices = runner.parser_choices(parser)
+    refused = runner.not_accepted(requested, choices)
+    if refused:
+        module.fail_json(msg="; ".join("fp4_probe_allowed_%ss=%s: %s accepts %s %s" % (
+            name, json.dumps(req), parser.get("revision"), flag, json.dumps(accepted))
+            for name, flag, req, accepted in refused))
+    allowed = runner.allowed_values(requested, choices)
+    revision = parser.get("revision") if parser is not None else None
+    # the probe's inputs as given (before the shapes' numbers are made whole)
+    key = runner.probe_key({
+        "python": p["python"], "m_list": p["m_list"], "shapes": p["shapes"], "moe_shapes": p["moe_shapes"],
+        "backends": p["backends"] or [], "device_index": p["device_index"], "allowed": allowed,
+        "compute_capability": p["compute_capability"]})
+    if p["reuse_from"]:
+        try:
+            with open(p["reuse_from"], encoding="utf-8") as handle:
+                previous = json.load(handle)
+        except (IOError, OSError, ValueError):
+            previous = None                     # none yet, or unreadable: measure
+        if runner.reusable(previous, key, p["compute_capability"]):
+            previous.update(changed=False, reused=True)
+            module.exit_json(**previous)
     for shp in (p["shapes"] or []) + (p["moe_shapes"] or []):
-        for key in ("n", "k", "hidden", "intermediate", "experts", "top_k"):
-            if key in shp:
-                shp[key] = int(float(shp[key]))     # whole numbers (checked above), also when written "512"
-    allowed = {}
-    if p["allowed_fp4_gemm_backends"] is not None:
-        allowed[num.GEMM_FLAG] = p["allowed_fp4_gemm_backends"]
-    if p["allowed_moe_runner_backends"] is not None:
-        allowed[num.MOE_FLAG] = p["allowed_moe_runner_backends"]
+        for dim in ("n", "k", "hidden", "intermediate", "experts", "top_k"):
+            if dim in shp:
+                shp[dim] = int(float(shp[dim]))     # whole numbers (checked above), also when written "512"
     spec = {
         "m_list": p["m_list"], "shapes": p["shapes"], "moe_shapes": p["moe_shapes"], "backends": p["backends"],
         "timeout_s": p["timeout"], "env_timeout_s": p["env_timeout"], "total_timeout_s": p["total_timeout"],
         "warmup": p["warmup"], "iters": p["iters"], "seed": p["seed"], "device_index": p["device_index"],
-        "allowed": allowed or None,
+        "allowed": dict((name, values) for name, values in allowed.items() if values is not None) or None,
     }
     workdir = tempfile.mkdtemp(prefix="fp4probe-", dir=module.tmpdir)
     t0 = time.monotonic()
@@ -287,6 +355,7 @@ def main():
     result.setdefault("probe", {})["module_wall_s"] = round(time.monotonic() - t0, 3)
     if not os.path.isdir(workdir):
         result["probe"]["cleaned_up"] = True
+    result.update(probe_key=key, skipped=False, allowed=allowed, parser=revision, reused=False)
     module.exit_json(changed=False, **result)
 
 

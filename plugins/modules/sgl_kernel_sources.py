@@ -51,6 +51,18 @@ options:
         dependency declared only in a skipped file is reported with C(used=false) and not required.
     type: dict
     default: {}
+  offline:
+    description:
+      - Fail when O(cache) cannot serve an offline build (a source missing or at another revision, or a placeholder
+        not in O(placeholders_allowed)); the message names the C(sgl_kernel_sm120) settings to change. Nothing is
+        checked without O(cache).
+    type: bool
+    default: false
+  placeholders_allowed:
+    description: With O(offline), the placeholder sources the cache may hold on purpose.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 notes:
@@ -150,6 +162,8 @@ def main():
             cache=dict(type="path", default=""),
             github_artifactory=dict(type="str", default="github.com"),
             defines=dict(type="dict", default={}),
+            offline=dict(type="bool", default=False),
+            placeholders_allowed=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -170,11 +184,18 @@ def main():
                   if d.get("present") and d.get("used", True) and d.get("cache_kind") == "dir"]
     if result["complete"]:
         cmake_args.append("-DFETCHCONTENT_FULLY_DISCONNECTED=ON")
-    module.exit_json(changed=False, kernel_dir=result["kernel_dir"], layout=result["layout"],
-                     dependencies=result["dependencies"], missing=result["missing"],
-                     mismatched=result["mismatched"], placeholders=result["placeholders"],
-                     missing_lines=sources.describe_missing(result), complete=result["complete"],
-                     cmake_args=cmake_args)
+    facts = dict(changed=False, kernel_dir=result["kernel_dir"], layout=result["layout"],
+                 dependencies=result["dependencies"], missing=result["missing"],
+                 mismatched=result["mismatched"], placeholders=result["placeholders"],
+                 missing_lines=sources.describe_missing(result), complete=result["complete"],
+                 cmake_args=cmake_args)
+    unserved = result["missing"] or result["mismatched"] or set(result["placeholders"]) - set(p["placeholders_allowed"])
+    if p["offline"] and p["cache"] and unserved:
+        module.fail_json(msg="sgl_kernel_sm120_source_cache %s cannot serve an offline build of %s: %s. Stage the missing "
+                         "trees at exactly these revisions on a connected host (playbooks/kernel_sources.yml), or list "
+                         "a name in sgl_kernel_sm120_source_placeholders_allowed when the cache holds a placeholder on "
+                         "purpose." % (p["cache"], result["kernel_dir"], "; ".join(facts["missing_lines"])), **facts)
+    module.exit_json(**facts)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Stage the kernel build's FetchContent sources from a source cache (blackwell.sglang.sgl_kernel_sm120).
 
-Usage: stage_sources.py <dependencies.json> <staging dir>
-  dependencies.json: the ``dependencies`` list of blackwell.sglang.sgl_kernel_sources (with a cache); entries
+Usage: stage_sources.py <dependencies.json | -> <staging dir>
+  dependencies.json (``-``: read from stdin): the ``dependencies`` list of blackwell.sglang.sgl_kernel_sources (with a cache); entries
   with ``used: false`` (never configured) are skipped.
 Prints JSON ``{"dirs": {name: directory}, "copied": [names], "in_place": [names], "cmake_args": ["-D<variable>=<dir>"]}``.
 
@@ -56,8 +56,11 @@ def main(argv):
     if len(argv) != 3:
         sys.stderr.write(__doc__)
         return 2
-    with open(argv[1]) as f:
-        deps = json.load(f)
+    if argv[1] == "-":
+        deps = json.load(sys.stdin)
+    else:
+        with open(argv[1]) as f:
+            deps = json.load(f)
     deps = [d for d in deps if d.get("used", True)]  # declared but never configured: nothing to stage
     staging = os.path.abspath(argv[2])
     if os.path.exists(staging):

@@ -495,7 +495,7 @@ def test_nccl_smoke_script_without_gpus_reports_error(tmp_path):
 
 def test_role_smoke_task_recorded_on_h200_pair():
     # The whole role on 2x H200 with preflight_nccl_smoke: true and target 9.0 (ansible-playbook -c local there):
-    # nothing failed, and the smoke check was appended by tasks/nccl_smoke.yml.
+    # nothing failed, and the smoke check was appended by the role (tasks/main.yml).
     dump = load_json(fixture("h200x2_preflight_tp2_cc90_nccl_smoke.json"))
     checks = by_name({"checks": dump["preflight_checks"]})
     assert checks["nccl_allreduce_smoke"]["status"] == "pass"
