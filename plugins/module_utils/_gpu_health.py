@@ -718,10 +718,13 @@ def policy_plan(gpus, models):
         set_power = want_pl is not None and (now_pl is None or abs(float(now_pl) - float(want_pl)) > 0.5)
         set_clocks = want_ac is not None and want_ac != now_ac
         where = "GPU %s %s: " % (gpu.get("index"), name)
-        changes = ([{"args": ["-i", str(gpu.get("index")), "-pl", str(want_pl)],
-                     "label": "%s%s W -> %s W" % (where, now_pl, want_pl)}] if set_power else []) + (
-                   [{"args": ["-i", str(gpu.get("index")), "-ac", want_ac],
-                     "label": "%s%s -> %s" % (where, now_ac, want_ac)}] if set_clocks else [])
+        changes = []
+        if set_power:
+            changes.append({"args": ["-i", str(gpu.get("index")), "-pl", str(want_pl)],
+                            "label": "%s%s W -> %s W" % (where, now_pl, want_pl)})
+        if set_clocks:
+            changes.append({"args": ["-i", str(gpu.get("index")), "-ac", want_ac],
+                            "label": "%s%s -> %s" % (where, now_ac, want_ac)})
         plan.append({
             "index": gpu.get("index"),
             "name": name,

@@ -120,7 +120,7 @@ options:
     elements: str
   parser:
     description:
-      - The result of M(blackwell.sglang.sglang_server_args) for the venv (its C(flags) and C(revision)): the
+      - The result of M(blackwell.sglang.sglang_server_args) for the venv (its C(flags) and C(revision)); the
         recommendation is limited to the values the installed SGLang accepts. Without C(flags) (the parser could not
         be read) the module fails before it measures. Unset - no parser (a venv without SGLang).
     type: dict

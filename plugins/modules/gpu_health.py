@@ -185,7 +185,7 @@ policy_plan:
   elements: dict
 table_row:
   description:
-    - This host's row of the fleet table that C(playbooks/health.yml) prints, C([status, gpus, xids, detail]):
+    - This host's row of the fleet table that C(playbooks/health.yml) prints, C([status, gpus, xids, detail]), that is
       GPUs as visible/expected, the Xids seen this boot (C(79,119x3); C(-) for none), the summary with the remedy.
   returned: always
   type: list

@@ -138,7 +138,7 @@ def main():
             placeholders=dict(type="list", elements="str", default=[]),
             wheel_cache_dir=dict(type="path", required=True),
             prebuilt_wheel=dict(type="str", default=""),
-            prebuilt_wheel_key=dict(type="str", default=""),
+            prebuilt_wheel_key=dict(type="str", default="", no_log=False),
             controller_wheels=dict(type="list", elements="str", default=[]),
             force_rebuild=dict(type="bool", default=False),
         ),

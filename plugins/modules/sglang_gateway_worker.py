@@ -202,8 +202,8 @@ def main():
                              credential="api_key (sglang_gateway_api_key)",
                              timeout_var="request_timeout (sglang_gateway_request_timeout)")
     if p["state"] == "audit":                          # read-only, also in check mode
-        module.exit_json(changed=False, **_gateway.watch(client, p["expected_urls"], timeout=p["timeout"],
-                                                          poll=p["poll"]))
+        watched = _gateway.watch(client, p["expected_urls"], timeout=p["timeout"], poll=p["poll"])
+        module.exit_json(changed=False, **watched)
     try:
         entry = _gateway.find_worker(client.workers(), p["worker_url"])
         if p["state"] == "query" or module.check_mode:

@@ -21,7 +21,7 @@ description:
     release, a target that carries the failed-rollout marker O(failed_marker) (unless O(allow_failed)), and a target
     whose C(manifest.json) records no model (unless O(unrecorded_model=configured)).
   - Returns the release rolled back from, the one returned to and the model its manifest recorded
-    (C(module_utils/_fleet.read_manifest)). Changes nothing: the role moves the links.
+    (C(module_utils/_fleet.read_manifest)). Changes nothing; the role moves the links.
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:

@@ -20,7 +20,7 @@ description:
     unambiguous prefix, C(--flag=value), switches take no value) and applies the compute-capability allow-list
     (no C(fa3), C(trtllm_mha), C(trtllm_mla), C(flashinfer_trtllm), C(flashinfer_cutedsl), and no C(auto) backend
     on compute capability 12.x). A failure names the flag, the value and the SGLang revision.
-  - With O(settings), plans the server first and validates the plan (the sglang_service role's one call): chooses the
+  - With O(settings), plans the server first and validates the plan (the sglang_service role's one call); it chooses the
     FP4 backends (the pins, else the probe's recommendation, else the fallbacks), plans this host's place in a
     multi-node server (O(multinode)), merges the computed flags and environment with the inventory's (the inventory
     wins), renders the C(launch_server) argv, refuses a chosen FP4 backend the probe found broken on this host (with
@@ -103,7 +103,7 @@ options:
       - One server over several hosts; C(members) empty = single-node. Keys as
         C(_multinode.plan_multinode) takes them (C(members), C(host), C(tp_size), C(ranks), C(addresses),
         C(release_ids), C(batch), C(dist_init_addr), C(dist_init_port)), and C(group) with the inventory's
-        C(groups): a group name the inventory does not have is refused.
+        C(groups); a group name the inventory does not have is refused.
     type: dict
   reference_args:
     description: Tokens appended to the argv for the parser validation only (the launcher adds C(--api-key) in-process).
@@ -121,7 +121,7 @@ extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 notes:
   - Never changes the host; with O(stamp_dir) it writes the validation stamp (outside check mode, reported as
-    C(changed=false): a cache of the check, not configuration).
+    C(changed=false), a cache of the check, not configuration).
 """
 
 EXAMPLES = r"""

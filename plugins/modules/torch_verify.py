@@ -19,7 +19,7 @@ description:
     report B14).
   - Versions are compared in PEP 440 normal form where C(packaging) is importable, else as written (wheel metadata
     carries the normal form).
-  - A missing interpreter is no failure: the venv does not exist yet in check mode. The result says so in C(msg).
+  - A missing interpreter is no failure, since the venv does not exist yet in check mode. The result says so in C(msg).
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:
@@ -142,7 +142,7 @@ def problems(probe, params, venv):
         if got.get(name) is None or normal(got[name]) != normal(pinned):
             out.append("%s is %s, pinned %s" % (name, json.dumps(got.get(name)), pinned))
     nvcc = params["nvcc_version"]
-    if cuda is not None and nvcc and nvcc.split(".")[0] != str(cuda).split(".")[0]:
+    if cuda is not None and nvcc and nvcc.split(".", maxsplit=1)[0] != str(cuda).split(".", maxsplit=1)[0]:
         out.append("torch was built for CUDA %s but the toolkit's nvcc is %s; JIT and extension builds need the same "
                    "CUDA major." % (cuda, nvcc))
     caps = params["compute_caps"] or probe.get("device_caps") or []

@@ -15,8 +15,8 @@ _SPEC.loader.exec_module(helpers)
 
 
 def verify(tmp_path, home, check=False, args=()):
-    tasks = [{"name": "verify", "ansible.builtin.include_role": {"name": "blackwell.sglang.cuda_toolchain",
-                                                               "tasks_from": "verify"}},
+    tasks = [{"name": "verify",
+              "ansible.builtin.include_role": {"name": "blackwell.sglang.cuda_toolchain", "tasks_from": "verify"}},
              {"name": "show", "ansible.builtin.debug": {
                  "msg": "FACTS={{ [cuda_toolchain_home, sglang_stack_nvcc_version] | to_json }}"}}]
     return ansible_run.play(tmp_path, tasks, name="verify", check=check, args=args, vars={
