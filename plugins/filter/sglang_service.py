@@ -1,54 +1,19 @@
 # -*- coding: utf-8 -*-
 # Copyright: blackwell.sglang contributors
 # Apache-2.0 (see LICENSE)
-"""Controller-side filters of the sglang_service role (rendering only; the rules live in module_utils)."""
+"""Controller-side filter of the sglang_service and sglang_gateway unit templates (rendering only; the server's
+argv is planned and checked by the sglang_server_args module)."""
 
 from __future__ import annotations
 
-import json
 import re
 
-from ansible.errors import AnsibleFilterError
-from ansible.utils.display import Display
-
-from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
-from ansible_collections.blackwell.sglang.plugins.module_utils import fp4_numerics
-
 DOCUMENTATION_NOTE = """
-sglang_service_args(settings, compute_capability, fp4_probe, fp4_backends) -> list   argv for launch_server, checked
 systemd_exec_args(argv) -> str             argv quoted for a systemd Exec line (%% and $$ escaped, ${VAR} kept)
 """
 
 _ENV_REF = re.compile(r"^\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
-
-
-def sglang_service_args(settings, compute_capability=None, fp4_probe=None, fp4_backends=None):
-    """Render the launch_server argv and check it; every refusal is a filter error naming the flag.
-
-    Speculative-decoding combinations reported to crash (N06) are shown as warnings (or fail with
-    ``speculative_known_crash_action: fail``). With ``compute_capability`` the backend flags must pass its
-    allow-list (_server_flags.check_backends). With ``fp4_probe`` (the sglang_stack_probe_result fact) a chosen
-    ``fp4_backends`` value (``{fp4_gemm_backend, moe_runner_backend}``) that the probe found broken on this host is
-    refused with the probe's evidence (fp4_numerics.pinned_flag_verdict), whether or not the flag is rendered."""
-    try:
-        argv = _server_flags.render_server_args(dict(settings))
-        if compute_capability is not None:
-            _server_flags.check_backends(list(argv), compute_capability or None)
-    except (_server_flags.FlagError, ValueError, TypeError) as exc:
-        raise AnsibleFilterError("sglang_service: %s" % exc)
-    try:
-        evidence = [fp4_numerics.pinned_flag_verdict(fp4_probe or {}, flag, value)
-                    for flag, value in sorted((fp4_backends or {}).items())]
-    except ValueError as exc:
-        raise AnsibleFilterError("sglang_service: %s" % exc)
-    evidence = [found for found in evidence if found]
-    if evidence:
-        raise AnsibleFilterError("sglang_service: %s -- evidence: %s" % (
-            "; ".join(found["message"] for found in evidence), json.dumps(evidence, sort_keys=True)))
-    for finding in _server_flags.spec_decode_findings(dict(settings)):
-        Display().warning(finding["message"])
-    return argv
 
 
 def systemd_exec_args(argv, per_flag=False):
@@ -84,6 +49,5 @@ def systemd_exec_args(argv, per_flag=False):
 class FilterModule(object):
     def filters(self):
         return {
-            "sglang_service_args": sglang_service_args,
             "systemd_exec_args": systemd_exec_args,
         }

@@ -3,7 +3,7 @@
 # Apache-2.0 (see LICENSE)
 """SGLang ``launch_server`` flags: rendering, the compute-capability allow-list and parser validation.
 
-Pure Python (stdlib only), shared by the ``sglang_server_args`` module, the ``sglang_service_args`` filter and
+Pure Python (stdlib only), shared by the ``sglang_server_args`` module and
 the unit tests.
 
 Three jobs:

@@ -1,4 +1,5 @@
-"""Field reports part 2 through the service filters, the ``sglang_server_args`` module with recorded SGLang parsers
+"""Field reports part 2 through the service flag rendering (module_utils/_server_flags, what the
+``sglang_server_args`` module renders with), the ``sglang_server_args`` module with recorded SGLang parsers
 (N05, N06), the ``pip_failure_class`` filter (N14) and the torch_nightly role files (its messages and the mirror's
 wheel names: tests/unit/field_reports/test_torch_mirror_playbook.py)."""
 
@@ -7,11 +8,9 @@ import os
 import pytest
 import yaml
 
-from ansible.errors import AnsibleFilterError
 import ansible_run
 from conftest import FIXTURES, ROOT
 from ansible_collections.blackwell.sglang.plugins.filter.pip_failure_class import pip_failure_class
-from ansible_collections.blackwell.sglang.plugins.filter.sglang_service import sglang_service_args
 from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 
 
@@ -36,7 +35,7 @@ EAGLE3 = {"algorithm": "eagle3", "draft_model_path": "/m/draft-eagle3", "num_ste
 # --- N05 -------------------------------------------------------------------------------------------------------------
 
 def test_n05_draft_quantization_rendered_and_valid_on_059(tmp_path):
-    argv = sglang_service_args(dict(BASE, speculative=dict(EAGLE3, draft_model_quantization="unquant")))
+    argv = _server_flags.render_server_args(dict(BASE, speculative=dict(EAGLE3, draft_model_quantization="unquant")))
     assert argv[argv.index("--speculative-draft-model-quantization") + 1] == "unquant"
     assert argv[argv.index("--speculative-algorithm") + 1] == "EAGLE3"
     result = run_module("sglang_server_args", {"python": recorded_parser(tmp_path, "0.5.9"), "args": argv,
@@ -45,20 +44,20 @@ def test_n05_draft_quantization_rendered_and_valid_on_059(tmp_path):
 
 
 def test_n05_parser_without_the_flag_fails_draft_quant_unspecified(tmp_path):
-    argv = sglang_service_args(dict(BASE, speculative=dict(EAGLE3, draft_model_quantization="unquant")))
+    argv = _server_flags.render_server_args(dict(BASE, speculative=dict(EAGLE3, draft_model_quantization="unquant")))
     result = run_module("sglang_server_args", {"python": recorded_parser(tmp_path, "0.5.6"), "args": argv,
                                                "compute_capability": "12.0"}, tmp_path)
     assert result.get("failed") and result["msg"].startswith("draft_quant_unspecified"), result.get("msg")
 
 
 def test_n05_quantised_target_with_unknown_draft_quantization_is_refused():
-    with pytest.raises(AnsibleFilterError, match="draft_quant_unspecified"):
-        sglang_service_args(dict(BASE, speculative=EAGLE3))
+    with pytest.raises(ValueError, match="draft_quant_unspecified"):
+        _server_flags.render_server_args(dict(BASE, speculative=EAGLE3))
     # an unquantised target: nothing to inherit, nothing rendered
-    argv = sglang_service_args(dict(BASE, quantization="", speculative=EAGLE3))
+    argv = _server_flags.render_server_args(dict(BASE, quantization="", speculative=EAGLE3))
     assert "--speculative-draft-model-quantization" not in argv
     # NEXTN uses the target's own layers: no draft path needed
-    argv = sglang_service_args(dict(BASE, speculative={"algorithm": "NEXTN", "num_draft_tokens": 4}))
+    argv = _server_flags.render_server_args(dict(BASE, speculative={"algorithm": "NEXTN", "num_draft_tokens": 4}))
     assert argv[argv.index("--speculative-num-draft-tokens") + 1] == "4"
 
 
@@ -77,15 +76,15 @@ def test_n06_known_crash_combinations_are_named():
                speculative={"algorithm": "NEXTN"})
     assert [f["report"] for f in _server_flags.spec_decode_findings(mtp)] == ["vllm#40756"]
     # warn by default (argv rendered), refuse on request
-    assert "--speculative-algorithm" in sglang_service_args(near_limit)
-    with pytest.raises(AnsibleFilterError, match="sglang#34239"):
-        sglang_service_args(dict(near_limit, speculative_known_crash_action="fail"))
+    assert "--speculative-algorithm" in _server_flags.render_server_args(near_limit)
+    with pytest.raises(ValueError, match="sglang#34239"):
+        _server_flags.render_server_args(dict(near_limit, speculative_known_crash_action="fail"))
     assert _server_flags.spec_decode_findings(dict(BASE)) == []
 
 
 def test_n06_unknown_speculative_setting_is_an_error():
-    with pytest.raises(AnsibleFilterError, match="not known"):
-        sglang_service_args(dict(BASE, quantization="", speculative={"algorithm": "EAGLE", "draft": "/m/d"}))
+    with pytest.raises(ValueError, match="not known"):
+        _server_flags.render_server_args(dict(BASE, quantization="", speculative={"algorithm": "EAGLE", "draft": "/m/d"}))
 
 
 # --- N14 -------------------------------------------------------------------------------------------------------------

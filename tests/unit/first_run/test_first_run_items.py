@@ -59,7 +59,8 @@ def _local(**host_vars):
 def test_the_ptxas_warning_reads_the_environment_the_unit_gets(tmp_path, computed_env, extra_env, warned):
     overrides = dict(SERVICE, sglang_stack_service_env=computed_env, sglang_service_extra_env=extra_env)
     run = run_role(tmp_path, "sglang_service", overrides)
-    assert "Warn about the service environment" in run.out, run      # the task was reached
+    # the check (where sglang_server_args warns) ran to its end: the run stops at the install's first host change
+    assert run.rc == 97 and "Create the service group" in (run.blocked or ""), run
     assert (WARNING in run.out) == warned, run
 
 

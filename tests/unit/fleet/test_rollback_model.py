@@ -10,7 +10,7 @@ manifest); the gateway role (no gateways here, so it plans nothing); the audit r
 Stood in (tests/unit/_playbook_standins.py; each keeps the name, tags, ``when`` and ``vars`` of the role call): the
 roles that need a GPU host, a network or systemd. The model role's fetch and verification sets ``sglang_model_result``
 to the test's model (tests/unit/model covers the real one). sglang_service's main entry point writes the unit the way
-the role renders its model: ``ExecStart`` with the real filters (``sglang_service_args``, ``systemd_exec_args``) from
+the role renders its model: ``ExecStart`` with the real filter ``systemd_exec_args`` from
 ``sglang_service_model_path`` and an ``Environment=`` line per ``sglang_service_model_env`` entry, and logs the restart.
 
 Release A serves M1, a verified checkpoint (the model role ran: a local directory, its revision and manifest digest,
@@ -47,8 +47,8 @@ UNIT = r"""[Service]
 {% for key, value in sglang_service_model_env | default({}) | dictsort %}Environment="{{ key }}={{ value }}"
 {% endfor %}ExecStart={{ ['/opt/sglang/current/venv/bin/python', '-m', 'sglang.launch_server']
                          | blackwell.sglang.systemd_exec_args }} -- \
-{% for line in {'model_path': sglang_service_model_path | default(sglang_stack_model_path), 'port': 30000}
-               | blackwell.sglang.sglang_service_args | blackwell.sglang.systemd_exec_args(per_flag=true) %}
+{% for line in ['--model-path', sglang_service_model_path | default(sglang_stack_model_path), '--port', '30000']
+               | blackwell.sglang.systemd_exec_args(per_flag=true) %}
     {{ line }}{{ ' \\' if not loop.last else '' }}
 {% endfor %}"""
 

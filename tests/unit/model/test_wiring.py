@@ -73,9 +73,11 @@ def _converge(tmp_path, host_vars, play_vars):
     tasks = _site_tasks(WIRING) + [
         {"name": "The service's checkpoint checks (sglang_checkpoint_facts, KV-cache guard) on the path it was given",
          "ansible.builtin.include_role": {"name": "blackwell.sglang.sglang_service", "tasks_from": "check",
-                                          "public": True},
-         # the check changes nothing; in check mode a host without a venv plans the flags without reading the parser
-         "check_mode": True, "vars": {"sglang_service_python": "/nonexistent/python"}},
+                                          "public": True,
+                                          # the check changes nothing; in check mode a host without a venv plans
+                                          # the flags without reading the parser
+                                          "apply": {"check_mode": True}},
+         "vars": {"sglang_service_python": "/nonexistent/python"}},
         {"name": "The service's environment file, from the role's template",
          "ansible.builtin.template": {"src": os.path.join(ROOT, "roles", "sglang_service", "templates", "sglang.env.j2"),
                                       "dest": str(tmp_path) + "/{{ inventory_hostname }}.sglang.env", "mode": "0644"}},

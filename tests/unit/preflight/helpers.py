@@ -5,7 +5,7 @@ import os
 import stat
 import subprocess
 
-from conftest import FIXTURES
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "fixtures")
 
 NVSMI = os.path.join(FIXTURES, "nvidia_smi")
 PRE = os.path.join(FIXTURES, "preflight")

@@ -10,6 +10,7 @@ import yaml
 import ansible_run
 from conftest import ROOT
 from ansible_collections.blackwell.sglang.plugins.filter import sglang_service as flt
+from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags, fp4_numerics
 
 ROLE = os.path.join(ROOT, "roles", "sglang_service")
 
@@ -94,24 +95,21 @@ SETTINGS = {"model_path": "/m", "fp4_gemm_backend": "flashinfer_cutlass", "moe_r
 
 
 def test_a_chosen_backend_the_probe_found_broken_is_refused_with_the_evidence():
-    from ansible.errors import AnsibleFilterError
+    """The evidence sglang_server_args refuses a chosen FP4 backend with (module_utils/fp4_numerics)."""
     probe = {"device": {"name": "RTX PRO 6000", "compute_capability": "12.0"},
              "backends": {"gemm/flashinfer_cutlass": {"kind": "gemm", "sglang": "flashinfer_cutlass",
                                                       "verdict": "zeros", "reason": "all zero at m=128"},
                           "gemm/flashinfer_cudnn": {"kind": "gemm", "sglang": "flashinfer_cudnn", "verdict": "ok"}}}
-    with pytest.raises(AnsibleFilterError) as err:
-        flt.sglang_service_args(SETTINGS, "12.0", probe, {"fp4_gemm_backend": "flashinfer_cutlass",
-                                                          "moe_runner_backend": "flashinfer_cutlass"})
-    assert "--fp4-gemm-backend flashinfer_cutlass: the FP4 probe found gemm/flashinfer_cutlass zeros" in str(err.value)
-    assert "all zero at m=128" in str(err.value) and '"verdict": "zeros"' in str(err.value)
-    cudnn = dict(SETTINGS, fp4_gemm_backend="flashinfer_cudnn")
-    assert "flashinfer_cudnn" in flt.sglang_service_args(cudnn, "12.0", probe, {"fp4_gemm_backend": "flashinfer_cudnn"})
-    assert flt.sglang_service_args(SETTINGS, "12.0", {}, {"fp4_gemm_backend": "flashinfer_cutlass"})[:2] == [
-        "--model-path", "/m"]
+    found = fp4_numerics.pinned_flag_verdict(probe, "fp4_gemm_backend", "flashinfer_cutlass")
+    assert "--fp4-gemm-backend flashinfer_cutlass: the FP4 probe found gemm/flashinfer_cutlass zeros" in found["message"]
+    assert "all zero at m=128" in json.dumps(found) and found["verdict"] == "zeros"
+    assert not fp4_numerics.pinned_flag_verdict(probe, "fp4_gemm_backend", "flashinfer_cudnn")
+    assert not fp4_numerics.pinned_flag_verdict({}, "fp4_gemm_backend", "flashinfer_cutlass")
+    assert _server_flags.render_server_args(SETTINGS)[:2] == ["--model-path", "/m"]
 
 
-def test_render_filter_errors_name_the_flag():
-    from ansible.errors import AnsibleFilterError
-    with pytest.raises(AnsibleFilterError) as err:
-        flt.sglang_service_args({"model_path": "/m", "attention_backend": "fa3"}, "12.0")
+def test_render_errors_name_the_flag():
+    argv = _server_flags.render_server_args({"model_path": "/m", "attention_backend": "fa3"})
+    with pytest.raises(_server_flags.FlagError) as err:
+        _server_flags.check_backends(argv, "12.0")
     assert "--attention-backend fa3" in str(err.value)

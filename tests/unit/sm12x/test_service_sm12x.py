@@ -1,5 +1,5 @@
 """S19 through the service's real entry points: the sglang_checkpoint_facts module reads head_dim from config.json
-(or hidden_size / num_attention_heads), and the sglang_service_args filter (what roles/sglang_service/tasks/flags.yml
+(or hidden_size / num_attention_heads), and the flag rendering of module_utils/_server_flags (what roles/sglang_service/tasks/flags.yml
 renders the unit with) turns an unset attention backend into --attention-backend triton below 64; an explicit
 backend is kept as set."""
 
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from ansible_collections.blackwell.sglang.plugins.filter.sglang_service import sglang_service_args
+from ansible_collections.blackwell.sglang.plugins.module_utils import _server_flags
 
 # paths from this file (the module name conftest depends on the collection order)
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -70,6 +70,6 @@ def _backend(argv):
     ("", 32, ["--attention-backend", "torch_native"], "torch_native"),   # through extra args: not doubled
 ])
 def test_small_head_dim_renders_triton_when_no_backend_is_set(attention, head_dim, extra, expect):
-    argv = sglang_service_args(dict(BASE, attention_backend=attention, head_dim=head_dim, extra_args=extra))
+    argv = _server_flags.render_server_args(dict(BASE, attention_backend=attention, head_dim=head_dim, extra_args=extra))
     assert _backend(argv) == expect
     assert argv.count("--attention-backend") == (1 if expect else 0)

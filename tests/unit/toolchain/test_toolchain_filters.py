@@ -8,9 +8,8 @@ CUDA wheel at one major.minor) is checked by cuda_toolchain's install task: test
 import pytest
 
 from ansible.errors import AnsibleFilterError
-from ansible_collections.blackwell.sglang.plugins.filter.cuda_arch_coverage import cuda_arch_coverage
 from ansible_collections.blackwell.sglang.plugins.filter.torch_version import torch_version
-from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import compute_cap_tuple
+from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import arch_coverage, compute_cap_tuple
 from ansible_collections.blackwell.sglang.plugins.module_utils._toolchain import collect_nvcc
 
 NVCC_12_6 = """nvcc: NVIDIA (R) Cuda compiler driver
@@ -84,27 +83,27 @@ CU130_TORCH = ['sm_75', 'sm_80', 'sm_86', 'sm_90', 'sm_100', 'sm_120', 'compute_
 
 
 def test_arch_coverage_b14_old_torch_fails_for_sm120():
-    result = cuda_arch_coverage(OLD_TORCH, "12.0")
+    result = arch_coverage(OLD_TORCH, "12.0")
     assert result["covered"] is False
     assert result["via"] is None
     assert "no kernel image" in result["message"]
 
 
 def test_arch_coverage_b14_cu130_torch_exact():
-    result = cuda_arch_coverage(CU130_TORCH, "12.0")
+    result = arch_coverage(CU130_TORCH, "12.0")
     assert result == {"covered": True, "via": "sm_120", "kind": "exact", "compute_cap": "12.0", "warning": None,
                       "message": "sm_120 has SASS for compute capability 12.0"}
 
 
 def test_arch_coverage_gb10_sass_same_major():
     # sm_120 SASS runs on 12.1 (same major, later minor)
-    result = cuda_arch_coverage(CU130_TORCH, "12.1")
+    result = arch_coverage(CU130_TORCH, "12.1")
     assert result["covered"] is True
     assert (result["kind"], result["via"]) == ("sass", "sm_120")
 
 
 def test_arch_coverage_ptx_only_warns():
-    result = cuda_arch_coverage(['sm_80', 'sm_90', 'compute_90'], "12.0")
+    result = arch_coverage(['sm_80', 'sm_90', 'compute_90'], "12.0")
     assert result["covered"] is True
     assert result["kind"] == "ptx" and result["via"] == "compute_90"
     assert "JIT" in result["warning"]
@@ -112,15 +111,15 @@ def test_arch_coverage_ptx_only_warns():
 
 def test_arch_coverage_arch_specific_only_exact():
     # sm_120a cubins do not run on 12.1 and sm_100 does not run on 12.0 (different major)
-    assert cuda_arch_coverage(['sm_120a'], "12.1")["covered"] is False
-    assert cuda_arch_coverage(['sm_120a'], "12.0")["kind"] == "exact"
-    assert cuda_arch_coverage(['sm_100', 'sm_103'], "12.0")["covered"] is False
+    assert arch_coverage(['sm_120a'], "12.1")["covered"] is False
+    assert arch_coverage(['sm_120a'], "12.0")["kind"] == "exact"
+    assert arch_coverage(['sm_100', 'sm_103'], "12.0")["covered"] is False
     # PTX newer than the GPU does not help
-    assert cuda_arch_coverage(['compute_121'], "12.0")["covered"] is False
+    assert arch_coverage(['compute_121'], "12.0")["covered"] is False
 
 
 def test_arch_coverage_cpu_torch_has_empty_list():
-    assert cuda_arch_coverage([], "12.0")["covered"] is False
+    assert arch_coverage([], "12.0")["covered"] is False
 
 
 @pytest.mark.parametrize("cap, expected", [
@@ -133,13 +132,8 @@ def test_compute_cap_spellings(cap, expected):
 
 @pytest.mark.parametrize("bad", ["twelve", "", "1"])
 def test_arch_coverage_rejects_bad_cap(bad):
-    with pytest.raises(AnsibleFilterError):
-        cuda_arch_coverage(CU130_TORCH, bad)
-
-
-def test_arch_coverage_rejects_string_list():
-    with pytest.raises(AnsibleFilterError, match="list"):
-        cuda_arch_coverage("sm_120", "12.0")
+    with pytest.raises(ValueError):
+        arch_coverage(CU130_TORCH, bad)
 
 
 # B20 fixtures
