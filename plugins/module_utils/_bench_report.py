@@ -470,7 +470,9 @@ def build_report(results_dir, run_id, hosts, baseline=None, threshold_pct=5.0, s
         if reason:
             entry["status"], entry["reason"] = "skipped", str(reason)
         elif not run["levels"] and not meta:
-            entry["status"], entry["reason"] = "no result", "no run.json and no results (host failed or unreachable)"
+            unreadable = [n for n in run["notes"] if n.startswith("run.json ")]
+            entry["status"], entry["reason"] = ("failed", unreadable[0]) if unreadable else (
+                "no result", "no run.json and no results (host failed or unreachable)")
         elif entry["failures"] or not run["levels"]:
             entry["status"] = "failed"
         else:

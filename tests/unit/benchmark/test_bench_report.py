@@ -313,3 +313,14 @@ def test_role_argument_specs_match_defaults():
         if "default" in spec[name]:
             assert spec[name]["default"] == value, name
         assert name.startswith("sglang_benchmark_")
+
+
+def test_unreadable_run_record_is_a_failure_naming_it(results):
+    """A run.json that is not JSON (a trailing literal backslash-n once made it so) is a failure, not "no result"."""
+    run_dir = os.path.join(results, "broken", RUN)
+    os.makedirs(run_dir)
+    with open(os.path.join(run_dir, "run.json"), "w") as handle:
+        handle.write('{"status": "skipped"}\\n')
+    host = _host(br.build_report(results, RUN, ["broken"]), "broken")
+    assert host["status"] == "failed"
+    assert host["reason"].startswith("run.json unreadable: ")
