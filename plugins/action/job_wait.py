@@ -32,6 +32,7 @@ class ActionModule(ActionBase):
             "progress_regex": {"type": "str", "default": r".*\[[0-9]+/[0-9]+\]"},
             "tail_lines": {"type": "int", "default": 60},
             "label": {"type": "str", "default": "job"},
+            "final_tail_lines": {"type": "int", "default": 0},
         })
         try:
             _async_wait.validate(args["timeout"], args["poll_interval"], args["progress_interval"])
@@ -39,6 +40,8 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail(str(exc))
         if args["tail_lines"] < 1:
             raise AnsibleActionFail("tail_lines must be >= 1, got %s" % args["tail_lines"])
+        if args["final_tail_lines"] < 0:
+            raise AnsibleActionFail("final_tail_lines must be >= 0, got %s" % args["final_tail_lines"])
         host = task_vars.get("inventory_hostname", "?")
         async_dir = self._remote_expand_user(self.get_shell_option("async_dir", default="~/.ansible_async"))
 
@@ -50,11 +53,12 @@ class ActionModule(ActionBase):
                 res["finished"] = True
             return res
 
-        def tail():
+        def tail(lines=None):
             if not args["log"]:
                 return []
             res = self._execute_module(module_name="ansible.legacy.command", task_vars=task_vars,
-                                       module_args={"argv": ["tail", "-n", str(args["tail_lines"]), args["log"]]})
+                                       module_args={"argv": ["tail", "-n", str(lines or args["tail_lines"]),
+                                                             args["log"]]})
             return (res.get("stdout") or "").splitlines()
 
         def emit(elapsed, finished, line):
@@ -64,6 +68,7 @@ class ActionModule(ActionBase):
 
         out = _async_wait.wait(poll, time.monotonic, time.sleep, args["timeout"], args["poll_interval"],
                                args["progress_interval"], tail=tail, emit=emit)
+        out["log_tail"] = "\n".join(tail(args["final_tail_lines"])) if args["final_tail_lines"] else ""
         self._remove_tmp_path(self._connection._shell.tmpdir)
         result.update(out)
         result["changed"] = False

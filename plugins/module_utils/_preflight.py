@@ -196,7 +196,7 @@ def check_reboot_pending(gpu, cfg):
     where = ("the control node (ansible_connection=local) is never rebooted by this collection"
              if cfg.get("local_connection") else "this collection does not reboot hosts in the preflight")
     return check(name, FAIL if cfg["require_gpu"] else WARN,
-                 "reboot pending: %s; %s; fact sglang_reboot_required is set" % (gpu.get("reason"), where),
+                 "reboot pending: %s; %s; fact sglang_stack_reboot_required is set" % (gpu.get("reason"), where),
                  "reboot the host at a convenient time (or reload the nvidia kernel modules), then re-run")
 
 

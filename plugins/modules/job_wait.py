@@ -51,6 +51,12 @@ options:
     description: What is waited for, in the progress lines.
     type: str
     default: job
+  final_tail_lines:
+    description:
+      - After the wait, read the last this many lines of O(log) into RV(log_tail), whatever the job's outcome, so
+        that a caller classifying a failure needs no second read. V(0) reads nothing.
+    type: int
+    default: 0
 attributes:
   check_mode:
     description: Can run in check_mode and return changed status prediction without modifying target.
@@ -104,6 +110,10 @@ progress:
   description: The last progress line, or null.
   returned: always
   type: str
+log_tail:
+  description: The last O(final_tail_lines) lines of O(log) after the wait (empty when O(final_tail_lines) is V(0)).
+  returned: always
+  type: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
@@ -119,6 +129,7 @@ def main():
         progress_regex=dict(type="str", default=r".*\[[0-9]+/[0-9]+\]"),
         tail_lines=dict(type="int", default=60),
         label=dict(type="str", default="job"),
+        final_tail_lines=dict(type="int", default=0),
     ), supports_check_mode=False)
     module.fail_json(msg="blackwell.sglang.job_wait is an action plugin; it cannot run as a module")
 

@@ -22,11 +22,9 @@ calls X (the argument set as a fact, so that it outlives the play, e.g. sglang_c
 sglang_service). Neither is a variable re-published as a fact under its own name (``x: "{{ x }}"``). ``item`` and
 Ansible's magic variables are never defined by a role.)
 
-Existing names under the other schemes are listed in ``tests/lint/private_vars_allowlist.txt`` (``role:name``): they are
-reported but do not fail; a name not in the list fails; a listed name that no longer occurs fails too, so the list
-only shrinks (remove the line when renaming). ``--report`` prints the counts per scheme and role.
+There are no exceptions: every name under another scheme fails, with the name to use instead.
 
-Exit status 0 when no new violation and no stale allowlist entry, 1 otherwise.
+Exit status 0 when every variable follows the rule, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -40,7 +38,6 @@ import sys
 import yaml
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-ALLOWLIST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "private_vars_allowlist.txt")
 SET_FACT = ("ansible.builtin.set_fact", "set_fact", "ansible.legacy.set_fact")
 ROLE_CALLS = ("ansible.builtin.include_role", "ansible.builtin.import_role", "include_role", "import_role")
 TASK_FILES = ("ansible.builtin.import_tasks", "ansible.builtin.include_tasks", "import_tasks", "include_tasks")
@@ -179,16 +176,8 @@ def scheme(role, name):
     return "another prefix or none"
 
 
-def read_allowlist(path=ALLOWLIST):
-    """The set of 'role:name' entries (comments and blank lines ignored)."""
-    if not os.path.exists(path):
-        return set()
-    with open(path, encoding="utf-8") as handle:
-        return {line.split("#", 1)[0].strip() for line in handle if line.split("#", 1)[0].strip()}
-
-
-def check(found, allowed):
-    """(new violations {entry: (scheme, where)}, allowed ones still present, stale allowlist entries)."""
+def check(found):
+    """The violations: {'role:name': (scheme, where)}."""
     violations = {}
     for (role, name), where in sorted(found.items()):
         kind = scheme(role, name)
@@ -196,44 +185,25 @@ def check(found, allowed):
             kind = "contract"
         if kind not in ("public", "private", "ansible", "contract"):
             violations["%s:%s" % (role, name)] = (kind, where)
-    new = {k: v for k, v in violations.items() if k not in allowed}
-    known = {k: v for k, v in violations.items() if k in allowed}
-    stale = sorted(allowed - set(violations))
-    return new, known, stale
+    return violations
 
 
 def main(argv=None):
     """Entry point; see the module docstring."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--report", action="store_true", help="print the allowed violations per scheme and role")
-    parser.add_argument("--write-allowlist", action="store_true", help="rewrite the allowlist with today's violations")
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     found = definitions()
-    new, known, stale = check(found, read_allowlist())
-    if args.write_allowlist:
-        entries = sorted(set(new) | set(known))
-        with open(ALLOWLIST, "w", encoding="utf-8") as handle:
-            handle.write("# Variables of roles/ named under a scheme other than <role>_<name> / __<role>_<name>\n"
-                         "# (tests/lint/private_vars.py). Only shrinks: rename a variable, delete its line.\n")
-            handle.writelines(entry + "\n" for entry in entries)
-        print("wrote %d entries to %s" % (len(entries), os.path.relpath(ALLOWLIST, REPO)))
-        return 0
+    violations = check(found)
     counts = collections.Counter(scheme(role, name) for role, name in found)
-    print("private-variable rule: %d variables in roles/: %s; %d allowlisted under other schemes"
-          % (len(found), ", ".join("%s %d" % kv for kv in sorted(counts.items())), len(known)))
-    if args.report:
-        per = collections.Counter((kind, key.split(":", 1)[0]) for key, (kind, _where) in known.items())
-        for (kind, role), count in sorted(per.items()):
-            print("  %-28s %-20s %d" % (kind, role, count))
-    for key, (kind, where) in sorted(new.items()):
+    print("private-variable rule: %d variables in roles/: %s"
+          % (len(found), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
+    for key, (kind, where) in sorted(violations.items()):
         role, name = key.split(":", 1)
         rel, how = where[0]
         base = name[len(role) + 2:] if name.startswith(role + "__") else name.lstrip("_")
         print("%s: %s (%s) is named %s: name it __%s_%s (private) or %s_%s (public)"
               % (rel, name, how, kind, role, base, role, base), file=sys.stderr)
-    for key in stale:
-        print("%s: %s no longer occurs: delete its line" % (os.path.relpath(ALLOWLIST, REPO), key), file=sys.stderr)
-    return 1 if new or stale else 0
+    return 1 if violations else 0
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ def _actions(tasks):
                 yield key
 
 
-@pytest.mark.parametrize("path", ["roles/sgl_kernel_sm120/tasks/build.yml", "roles/sglang_benchmark/tasks/poll.yml"])
+@pytest.mark.parametrize("path", ["roles/sgl_kernel_sm120/tasks/build.yml", "roles/sglang_benchmark/tasks/level.yml"])
 def test_wait_files_include_nothing(path):
     tasks = yaml.safe_load(open(os.path.join(ROOT, path)))
     actions = list(_actions(tasks))
@@ -77,9 +77,10 @@ def test_job_wait_follows_a_real_async_job(tmp_path):
          "async": 120, "poll": 0, "register": "job"},
         {"name": "wait", "register": "waited", "blackwell.sglang.job_wait": {
             "jid": "{{ job.ansible_job_id }}", "log": str(log), "timeout": 60, "poll_interval": 0.3,
-            "progress_interval": 0.5, "label": "test build"}},
+            "progress_interval": 0.5, "label": "test build", "final_tail_lines": 2}},
         {"name": "check", "ansible.builtin.assert": {"that": [
-            "waited.finished", "not waited.timed_out", "waited.status.rc == 0", "waited.rounds >= 2"]}},
+            "waited.finished", "not waited.timed_out", "waited.status.rc == 0", "waited.rounds >= 2",
+            "waited.log_tail.splitlines() == ['[5/6] step', '[6/6] step']"]}},
     ]
     run = run_play(tmp_path, tasks, check=False, env={"BAD_INPUT_BLOCK": "0"})
     assert run.rc == 0, run

@@ -99,8 +99,8 @@ def _fleet_hashes(tmp_path, units):
             "sglang_stack_model_path": "", "sglang_release_manifest_model_revision": "",
             "sglang_release_manifest_model_verified": None, "sglang_stack_probe_result": {},
             "sglang_release_manifest_model_env": {},
-            "_sglang_release_mf_venv": {}, "_sglang_release_mf_files": {"results": [{"stat": {"exists": True}}]},
-            "_sglang_release_mf_unit": {"content": base64.b64encode(text.encode()).decode()} if text is not None else {}})
+            "__sglang_release_mf_venv": {}, "__sglang_release_mf_files": {"results": [{"stat": {"exists": True}}]},
+            "__sglang_release_mf_unit": {"content": base64.b64encode(text.encode()).decode()} if text is not None else {}})
         tasks += [task, {"name": "keep " + case, "ansible.builtin.set_fact": {
             "hash_" + case: "{{ sglang_release_manifest.unit.fleet_sha256 }}"}}]
     tasks.append({"name": "record", "ansible.builtin.copy": {

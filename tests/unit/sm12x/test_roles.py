@@ -54,7 +54,7 @@ PLAY = """
                       'targets': sglang_stack_target_archs, 'checks': preflight_checks,
                       'env': sglang_stack_service_env, 'args': sglang_stack_service_args,
                       'key_inputs': __sgl_kernel_sm120_plan.key_inputs | default(none),
-                      'cost': (sgl_kernel_sm120__patch.build_cost.after.extensions | default(none))} | to_json }}"
+                      'cost': (__sgl_kernel_sm120_patch.build_cost.after.extensions | default(none))} | to_json }}"
         dest: "{{ dump_dir }}/{{ inventory_hostname }}.json"
         mode: "0600"
 """
