@@ -103,6 +103,13 @@ marker:
   description: Whether the release moved to carries the failed-rollout marker (moved to with O(allow_failed)).
   returned: success
   type: bool
+served_with:
+  description:
+    - One line for the operator naming the model the release returned to is served with, for example
+      C(release 20261203T101500Z-ab12 recorded model /srv/models/m (revision <sha>, manifest digest <sha256>); it is
+      served with it).
+  returned: with O(move=rollback)
+  type: str
 """
 
 import json
@@ -224,10 +231,16 @@ def main():
                              "release's model first if it differs), or choose another release with "
                              "-e sglang_release_rollback_to=<release id> (ids: %s/)"
                          % (p["host"], release, model["problem"], p["configured_model"] or "none configured", releases))
-    if not model["recorded"]:
-        module.warn("release %s: %s; served with the configured model %s (sglang_release_rollback_unrecorded_model="
-                    "configured)" % (release, model["problem"], p["configured_model"] or "(none)"))
-    module.exit_json(changed=False, **{"from": came_from, "to": target, "model": model, "marker": marker})
+    if model["recorded"]:
+        served_with = "release %s recorded model %s (revision %s, manifest digest %s); it is served with it%s" % (
+            release, model["path"], model.get("revision") or "not recorded", model.get("manifest_digest") or "not recorded",
+            "" if model.get("service_env") is not None else " and the configured service environment (none recorded)")
+    else:
+        served_with = "release %s: %s; served with the configured model %s (sglang_release_rollback_unrecorded_model=" \
+                      "configured)" % (release, model["problem"], p["configured_model"] or "(none)")
+        module.warn(served_with)
+    module.exit_json(changed=False, served_with=served_with,
+                     **{"from": came_from, "to": target, "model": model, "marker": marker})
 
 
 if __name__ == "__main__":

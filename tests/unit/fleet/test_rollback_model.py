@@ -163,6 +163,8 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     assert "--model-path " + M1["path"] in _unit(host), _unit(host)
     assert 'Environment="HF_HUB_OFFLINE=1"' in _unit(host) and M2 not in _unit(host)
     assert _restarts(host)[-1] == "restart=True model=" + M1["path"], _restarts(host)
+    assert ("release %s recorded model %s (revision %s, manifest digest %s); it is served with it"
+            % (rel_a, M1["path"], REV1, M1["manifest_digest"])) in out, out[-4000:]
 
     # ---- the audit: the unit serves what A's manifest recorded (same unit as A's rollout wrote, same model)
     report = host["tmp"] / "drift.json"
