@@ -1,4 +1,5 @@
-"""The unit tests' one way to run Ansible: ``ansible-playbook`` and ``ansible`` against this checkout.
+"""The unit tests' one way to run Ansible: ``ansible-playbook``, ``ansible`` and ``ansible-inventory`` against this
+checkout.
 
 Imported by module name (``import ansible_run``: tests/unit is on ``sys.path`` through its conftest.py), like
 ``_playbook_standins``; no fixture, so it works the same under pytest-xdist.
@@ -6,6 +7,8 @@ Imported by module name (``import ansible_run``: tests/unit is on ``sys.path`` t
 * :func:`playbook` runs a playbook file; :func:`play` writes a one-play playbook from a task list (on localhost
   unless ``hosts`` and ``inventory`` say otherwise) and runs it; :func:`module` runs one module ad hoc on localhost
   and returns its result. All three return a :class:`Result` (exit status, output, ``recap()``).
+* :func:`inventory` runs ``ansible-inventory -i <path> --list``: ``(Result, the listing)``, the listing being the
+  parsed JSON, or None when the run failed or printed no JSON.
 * :func:`env` is the environment every run gets: this checkout's ``ansible.cfg`` and ``collections/`` link (so
   ``blackwell.sglang.*`` is this tree), no colour, the ``default`` stdout callback, facts cached in memory only,
   no retry files, the C.UTF-8 locale, and the controller's temporary files under the test's ``tmp_path``. ``env=`` adds or overrides.
@@ -34,6 +37,7 @@ COLLECTIONS = os.path.join(ROOT, "collections")
 BIN = os.path.dirname(sys.executable)
 PLAYBOOK = os.path.join(BIN, "ansible-playbook")
 ANSIBLE = os.path.join(BIN, "ansible")
+INVENTORY = os.path.join(BIN, "ansible-inventory")
 LOCALHOST = "localhost,"
 
 _SEQ = itertools.count()
@@ -170,6 +174,20 @@ def module(name, args, tmp_path=None, check=False, diff=False, extra_vars=None, 
     except (ValueError, KeyError, IndexError):
         raise AssertionError("ansible -m %s printed no result (rc %s):\n%s" % (name, res.rc, res.out[-6000:]))
     return host
+
+
+def inventory(path, tmp_path=None, env=None, cwd=None, timeout=120):
+    """``ansible-inventory -i <path> --list``: ``(Result, the parsed listing or None)``."""
+    _need(INVENTORY)
+    argv = [INVENTORY, "-i", str(path), "--list"]
+    res = _run(argv, tmp_path, env, cwd, timeout)
+    listing = None
+    if res.ok:
+        try:
+            listing = json.loads(res.stdout)
+        except ValueError:
+            pass
+    return res, listing
 
 
 def module_file(name, args, tmp_path, env=None, pythonpath=(), timeout=120):

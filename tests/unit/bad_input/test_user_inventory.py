@@ -9,7 +9,6 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 import yaml
@@ -20,11 +19,6 @@ from harness import ROOT, block_env, run_play, run_role
 from ansible_collections.blackwell.sglang.plugins.plugin_utils import _variable_names
 
 BIN = pathlib.Path(ansible_run.BIN)
-
-
-def ansible_env(tmp_path, extra=None):
-    """The shared harness's environment with the block_changes callback (tests/unit/ansible_run.py, harness.py)."""
-    return ansible_run.env(tmp_path, block_env(tmp_path, extra))
 
 
 CONTRACT = yaml.safe_load((pathlib.Path(ROOT) / "roles" / "sglang_stack" / "defaults" / "main.yml").read_text())
@@ -62,11 +56,12 @@ def test_a_variable_of_ones_own_can_be_ignored(tmp_path):
 
 
 @pytest.mark.parametrize("inventory", ["blackwell", "sandbox"])
-def test_the_shipped_inventories_have_no_unknown_variable(inventory):
+def test_the_shipped_inventories_have_no_unknown_variable(tmp_path, inventory):
     """Every variable the shipped inventories set is one a role reads (ansible-inventory's own view of each host)."""
-    proc = subprocess.run([str(BIN / "ansible-inventory"), "-i", os.path.join(ROOT, "inventories", inventory), "--list"],
-                          capture_output=True, text=True, check=True, cwd=ROOT, env=ansible_env(pathlib.Path("/tmp")))
-    hostvars = json.loads(proc.stdout)["_meta"]["hostvars"]
+    res, listing = ansible_run.inventory(os.path.join(ROOT, "inventories", inventory), tmp_path,
+                                         env=block_env(tmp_path), cwd=ROOT)
+    assert listing is not None, res
+    hostvars = listing["_meta"]["hostvars"]
     assert hostvars
     known, inputs = _variable_names.known_names(ROOT), _variable_names.input_names(ROOT)
     prefixes = _variable_names.role_prefixes(ROOT)
@@ -143,11 +138,11 @@ def test_a_torch_of_ones_own_gets_no_preset_companions(tmp_path):
 # --- an inventory of one's own -----------------------------------------------------------------------------------
 
 def _playbook(tmp_path, name, extra, env=None):
-    argv = [str(BIN / "ansible-playbook"), "blackwell.sglang." + name, "-e", "ansible_python_interpreter=" + sys.executable]
-    for key, value in extra.items():
-        argv += ["-e", json.dumps({key: value})]
-    full = ansible_env(tmp_path, dict(env or {}, BAD_INPUT_BLOCK="0"))
-    return subprocess.run(argv, capture_output=True, text=True, cwd=str(tmp_path), env=full, timeout=240, check=False)
+    """The collection's playbook by its name, run from tmp_path as a user runs it (``env`` may point at the installed
+    collection)."""
+    full = block_env(tmp_path, dict(env or {}, BAD_INPUT_BLOCK="0"))
+    return ansible_run.playbook("blackwell.sglang." + name, tmp_path, extra_vars=extra, env=full, cwd=tmp_path,
+                                timeout=240)
 
 
 def test_new_inventory_writes_an_inventory_that_resolves(tmp_path):
@@ -157,9 +152,9 @@ def test_new_inventory_writes_an_inventory_that_resolves(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for name in ("hosts.yml", "ansible.cfg", "group_vars/all/sglang_stack.yml", "group_vars/all/sglang_service.yml"):
         assert (dest / name).is_file(), name
-    listing = subprocess.run([str(BIN / "ansible-inventory"), "-i", str(dest), "--list"], capture_output=True, text=True,
-                             check=True, env=ansible_env(tmp_path))
-    host = json.loads(listing.stdout)["_meta"]["hostvars"]["sglang-01"]
+    res, listing = ansible_run.inventory(dest, tmp_path, env=block_env(tmp_path))
+    assert listing is not None, res
+    host = listing["_meta"]["hostvars"]["sglang-01"]
     assert host["ansible_host"] == "10.1.2.3" and host["sglang_stack_preset"] == "current"
     assert host["sglang_service_api_key"] == "{{ vault_sglang_api_key }}"
     # a second run keeps what the user has edited since

@@ -1,49 +1,33 @@
 """inventories/dgx_spark/{single,pair}: both parse (ansible-inventory --list) and site.yml passes --syntax-check
 against them; their values are what the hardware profile and the preflight's NCCL/RoCE check expect of a Spark."""
 
-import json
 import os
-import subprocess
-import sys
 
 import pytest
 
+import ansible_run
 from ansible_collections.blackwell.sglang.plugins.filter.hardware_profile import hardware_profile
 from ansible_collections.blackwell.sglang.plugins.filter.preflight_sm12x import preflight_sm12x
 
 # paths from this file (the module name conftest depends on the collection order)
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-
-BIN = os.path.dirname(sys.executable)
 INVENTORIES = {"single": os.path.join(ROOT, "inventories", "dgx_spark", "single"),
                "pair": os.path.join(ROOT, "inventories", "dgx_spark", "pair")}
 
 
-def _env():
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-
-
-def _tool(name):
-    exe = os.path.join(BIN, name)
-    if not os.path.exists(exe):
-        pytest.skip("%s is not installed next to this python" % name)
-    return exe
-
-
 def inventory(name):
-    proc = subprocess.run([_tool("ansible-inventory"), "-i", INVENTORIES[name], "--list"], cwd=ROOT, env=_env(),
-                          capture_output=True, text=True, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "[WARNING]" not in proc.stderr, proc.stderr[-3000:]
-    return json.loads(proc.stdout)
+    res, listing = ansible_run.inventory(INVENTORIES[name], cwd=ROOT)
+    assert res.rc == 0, res.stderr[-3000:]
+    assert "[WARNING]" not in res.stderr, res.stderr[-3000:]
+    assert listing is not None, res
+    return listing
 
 
 @pytest.mark.parametrize("name", sorted(INVENTORIES))
 def test_site_yml_syntax_check(name):
-    proc = subprocess.run([_tool("ansible-playbook"), "-i", INVENTORIES[name], "site.yml", "--syntax-check"],
-                          cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300, check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "playbook: site.yml" in proc.stdout
+    res = ansible_run.playbook("site.yml", inventory=INVENTORIES[name], args=["--syntax-check"], cwd=ROOT)
+    assert res.rc == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    assert "playbook: site.yml" in res.stdout
 
 
 def test_single_spark():

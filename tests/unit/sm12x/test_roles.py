@@ -17,18 +17,17 @@ Stand-ins: the nvidia-smi double answering from the fixtures; a CUDA home whose 
 import json
 import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 import yaml
 
+import ansible_run
+
 # paths from this file (the module name conftest depends on the collection order)
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 
-
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 SMI = os.path.join(FIXTURES, "nvidia_smi")
 HOSTS = {
     "spark-01": os.path.join(SMI, "gb10_dgx_spark_constructed", "nvidia-smi"),
@@ -77,8 +76,6 @@ def _venv(tmp_path):
 
 
 def run(tmp_path, hosts, plan_kernel=False):
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
     dump = tmp_path / "dump"
     dump.mkdir()
     inv = {"all": {"hosts": {}, "vars": {
@@ -98,12 +95,9 @@ def run(tmp_path, hosts, plan_kernel=False):
                                      "sglang_stack_source_dir": str(src)}
     (tmp_path / "hosts.yml").write_text(yaml.safe_dump(inv))
     (tmp_path / "play.yml").write_text(PLAY)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8", ANSIBLE_NOCOLOR="1",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default", ANSIBLE_LOCAL_TEMP=str(tmp_path / "tmp"))
-    proc = subprocess.run([PLAYBOOK, "-i", str(tmp_path / "hosts.yml"), str(tmp_path / "play.yml")], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=600, check=False)
-    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
-    return dict((name, json.loads((dump / ("%s.json" % name)).read_text())) for name in hosts), proc.stdout
+    res = ansible_run.playbook(tmp_path / "play.yml", tmp_path, inventory=tmp_path / "hosts.yml", timeout=600)
+    assert res.rc == 0, res.stdout[-6000:] + res.stderr[-3000:]
+    return dict((name, json.loads((dump / ("%s.json" % name)).read_text())) for name in hosts), res.stdout
 
 
 def checks(dump):
@@ -155,23 +149,17 @@ PROBE_PLAY = """
 
 def _probe(tmp_path, extra):
     (tmp_path / "probe.yml").write_text(PROBE_PLAY)
-    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(ROOT, "ansible.cfg"), LC_ALL="C.UTF-8",
-               ANSIBLE_STDOUT_CALLBACK="ansible.builtin.default")
-    vars_ = dict(extra, dump=str(tmp_path / "probe-dump.json"), ansible_python_interpreter=sys.executable,
+    vars_ = dict(extra, dump=str(tmp_path / "probe-dump.json"),
                  sglang_stack_release_dir=str(tmp_path / "release"), sglang_stack_has_target_gpu=False,
                  fp4_probe_force=True, fp4_probe_python=sys.executable, fp4_probe_m_list=[1],
                  fp4_probe_read_parser=False)
-    proc = subprocess.run([PLAYBOOK, "-i", "localhost,", "-c", "local", str(tmp_path / "probe.yml"), "-e",
-                           json.dumps(vars_)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return json.loads((tmp_path / "probe-dump.json").read_text()), proc.stdout
+    res = ansible_run.playbook(tmp_path / "probe.yml", tmp_path, extra_vars=vars_, timeout=300)
+    assert res.rc == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    return json.loads((tmp_path / "probe-dump.json").read_text()), res.stdout
 
 
 @pytest.mark.slow
 def test_probe_verdicts_are_keyed_by_compute_capability(tmp_path):
-    if not os.path.exists(PLAYBOOK):
-        pytest.skip("ansible-playbook not installed next to this python")
     rtx_gpus = [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "compute_cap": "12.0"}]
     gb10_gpus = [{"index": 0, "name": "NVIDIA GB10", "compute_cap": "12.1", "memory_total_mib": None}]
     first, _out = _probe(tmp_path, {"sglang_stack_gpus": rtx_gpus})

@@ -11,9 +11,9 @@ import sys
 import pytest
 import yaml
 
+import ansible_run
 import refresh_trees as rt
 
-PLAYBOOK = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
 NAME = "20260818_d55f1c28e2"
 
 
@@ -23,11 +23,6 @@ def _stack_dir(tmp_path):
     out.mkdir(parents=True)
     (tmp_path / "inventory" / "hosts.ini").write_text("localhost ansible_connection=local\n")
     return out
-
-
-def _env(tmp_path):
-    return dict(os.environ, ANSIBLE_CONFIG=os.path.join(rt.ROOT, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
-                ANSIBLE_LOCAL_TEMP=str(tmp_path / "ansible-local"))
 
 
 def _contract_pins(tmp_path, preset):
@@ -42,21 +37,15 @@ def _contract_pins(tmp_path, preset):
                  "{{ {'pins': sglang_stack_pins, 'ref': sglang_stack_sglang_ref, 'torch': sglang_stack_torch_version,"
                  " 'cuda': sglang_stack_cuda_version, 'fi': sglang_stack_flashinfer_version} | to_json }}")}}]}]
     (tmp_path / "contract.yml").write_text(json.dumps(play))
-    cmd = [PLAYBOOK, "-i", str(tmp_path / "inventory" / "hosts.ini"), str(tmp_path / "contract.yml"),
-           "-e", "sglang_stack_preset=" + preset, "-e", "ansible_python_interpreter=" + sys.executable]
-    proc = subprocess.run(cmd, cwd=rt.ROOT, env=_env(tmp_path), capture_output=True, text=True, timeout=300,
-                          check=False)
-    return proc.returncode, (json.loads(dest.read_text()) if dest.exists() else None), proc.stdout + proc.stderr
+    res = ansible_run.playbook(tmp_path / "contract.yml", tmp_path, inventory=tmp_path / "inventory" / "hosts.ini",
+                               extra_vars={"sglang_stack_preset": preset}, python=sys.executable)
+    return res.rc, (json.loads(dest.read_text()) if dest.exists() else None), res.out
 
 
 def _play(tmp_path, extra, check=False):
-    env = _env(tmp_path)
-    extra = dict(extra, ansible_python_interpreter=sys.executable)
-    (tmp_path / "extra.json").write_text(json.dumps(extra))
-    cmd = [PLAYBOOK, "-i", "localhost,", "-c", "local", os.path.join(rt.ROOT, "playbooks", "stack_refresh.yml"),
-           "-e", "@" + str(tmp_path / "extra.json")] + (["--check"] if check else [])
-    proc = subprocess.run(cmd, cwd=rt.ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
-    return proc.returncode, proc.stdout + proc.stderr
+    res = ansible_run.playbook(os.path.join(rt.ROOT, "playbooks", "stack_refresh.yml"), tmp_path, extra_vars=extra,
+                               check=check, timeout=600)
+    return res.rc, res.out
 
 
 @pytest.fixture(name="current", scope="module")
@@ -68,7 +57,6 @@ def fixture_current(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.path.exists(PLAYBOOK), reason="ansible-playbook not installed next to this python")
 def test_playbook_writes_the_stack_once(tmp_path, current):
     root, commit, date = current
     stacks = _stack_dir(tmp_path)
