@@ -213,6 +213,8 @@ build() {  # PIN N: one call from a bare machine to the checked wheel, everythin
 evidence() {  # PIN WHEEL: the checks on a wheel that an earlier call built through the role and brought back
   local pin=$1 whl; whl=$(readlink -f "$2") || exit 2
   [[ -f $whl ]] || { echo "no wheel at $2" >&2; exit 2; }
+  # setup_common starts from an empty $B: a wheel the build left under it moves out first
+  if [[ $whl == "$B"/* ]]; then mkdir -p /tmp/bw-wheel && cp "$whl" /tmp/bw-wheel/ && whl=/tmp/bw-wheel/${whl##*/}; fi
   local out=${OUT:-$B/out}/$pin W=$B/$1
   setup_common; mkdir -p "$out" "$W"
   release_venv "$W/venv" || exit 1

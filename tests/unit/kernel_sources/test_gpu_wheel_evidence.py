@@ -1,13 +1,15 @@
 """The sgl-kernel wheels built on the GPU machine through the role load: the role's check and ``nm`` agree.
 
 Evidence: ``tests/fixtures/gpu/sgl_kernel_loads_h200/<pin>/``, written by ``tests/gpu/run_kernel_build.sh finish``
-on the H200 (CUDA 13.0, torch 2.11+cu130) from the wheel the role built for ``sm_120a``:
+on the H200 (CUDA 13.0, torch 2.11+cu130) from the wheel the role built (the original pin for ``sm_120a``, the current pin for ``sm_120a`` and
+``sm_121a``):
 
 - ``library-symbols.json``: the ``blackwell.sglang.library_symbols`` result of the role's verification;
 - ``nm-undefined.txt``: ``nm -D --undefined-only | c++filt`` of every ``*.so`` in the unpacked wheel;
 - ``load-no-gpu.txt``: ``import sgl_kernel`` and ``ctypes.CDLL(..., RTLD_NOW)`` of each library with no GPU visible
   (sgl_kernel's loader then picks ``sm100/``, the variant SM12x hosts load);
-- ``cuobjdump-list-elf.txt``: the cubins of every library.
+- ``cuobjdump-list-elf.txt``: the cubins of every library;
+- ``kernel-build-result.json``: the role's result (its arch check included, where it ran).
 
 A pin whose directory is absent was not rebuilt with the evidence kept; only the pins present are checked, and the
 original pin must be present.
@@ -80,15 +82,49 @@ def test_real_load_with_rtld_now(pin):
     assert "Traceback" not in text
 
 
-@pytest.mark.parametrize("pin", PINS)
-def test_sgl_kernel_cubins_are_sm_120a_only(pin):
-    """sgl_kernel's own libraries carry sm_120a cubins only (mscclpp's sub-project sets its own archs and PTX)."""
+def _cubin_archs(pin):
+    """{library path in the wheel: set of cubin archs} from cuobjdump-list-elf.txt."""
     archs, cur = collections.defaultdict(set), None
     for line in _read(pin, "cuobjdump-list-elf.txt").splitlines():
         if line.startswith("## "):
             cur = line[3:].strip()
         elif cur:
             archs[cur].update(re.findall(r"\.(sm_\d+[a-z]?)\.cubin", line))
-    own = {path: a for path, a in archs.items() if path.startswith("sgl_kernel/") and a}
+    return {path: a for path, a in archs.items() if path.startswith("sgl_kernel/") and a}
+
+
+def _target_archs(pin):
+    """The archs the role was asked to build: its arch check's ``archs`` (absent from results recorded before the
+    check existed, which were built for ``sm_120a`` alone)."""
+    result = json.loads(_read(pin, "kernel-build-result.json"))
+    return set((result.get("library_archs") or {}).get("archs") or ["sm_120a"])
+
+
+@pytest.mark.parametrize("pin", PINS)
+def test_sgl_kernel_cubins_are_the_target_archs(pin):
+    """sgl_kernel's own libraries carry cubins of exactly the target archs (mscclpp's sub-project sets its own archs
+    and PTX), every target in every library."""
+    own = _cubin_archs(pin)
     assert "sgl_kernel/sm100/common_ops.abi3.so" in own
-    assert all(a == {"sm_120a"} for a in own.values()), own
+    targets = _target_archs(pin)
+    assert all(a == targets for a in own.values()), (targets, own)
+
+
+@pytest.mark.parametrize("pin", [p for p in PINS if "library_archs" in _read(p, "kernel-build-result.json")])
+def test_role_arch_check_agrees_with_cuobjdump(pin):
+    """The role's arch check read the same libraries and the same archs as cuobjdump on the unpacked wheel."""
+    checked = json.loads(_read(pin, "kernel-build-result.json"))["library_archs"]
+    assert not checked["failed"]
+    own = _cubin_archs(pin)
+    device = {lib["path"]: set(lib["elf"]) for lib in checked["libraries"] if lib["device_code"]}
+    assert device == own
+    for lib in checked["libraries"]:
+        assert lib["missing"] == [], lib["path"]
+
+
+def test_current_pin_wheel_holds_sm_121a():
+    """The current pin built for the whole SM12x family on an x86_64 host: sm_121a is in the wheel, not only the key."""
+    if "current" not in PINS:
+        pytest.skip("the current pin's evidence is not kept")
+    assert _target_archs("current") == {"sm_120a", "sm_121a"}
+    assert all("sm_121a" in a for a in _cubin_archs("current").values())

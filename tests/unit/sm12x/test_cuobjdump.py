@@ -3,7 +3,9 @@
 Recorded input: tests/fixtures/gpu/sgl_kernel_0307_sm120a/cuobjdump-list-elf.txt, `cuobjdump --list-elf` over every
 library of the sgl-kernel 0.3.21 wheel built for sm_120a on the GPU machine (one `## <path>` header per library).
 That wheel must pass for the targets [sm_120a] and fail, naming common_ops and spatial_ops, for [sm_120a, sm_121a]:
-sm_120a code never counts for compute capability 12.1 (field report S13)."""
+sm_120a code never counts for compute capability 12.1 (field report S13). Second recorded input:
+tests/fixtures/gpu/sgl_kernel_loads_h200/current/cuobjdump-list-elf.txt, the current pin's wheel built through the
+role for [sm_120a, sm_121a] on the (x86_64) GPU machine: it passes for both."""
 
 import json
 import os
@@ -44,6 +46,18 @@ def test_recorded_wheel_covers_sm120a_but_not_sm121a():
     assert failed == ["./sgl_kernel/sm100/common_ops.abi3.so", "./sgl_kernel/spatial_ops.abi3.so"]
     assert all(r["missing"] == ["sm_121a"] for r in result["failed"])
     assert "common_ops.abi3.so has no code for sm_121a (it holds sm_120a)" in result["message"]
+
+
+def test_recorded_dual_arch_wheel_covers_both():
+    with open(os.path.join(FIXTURES, "gpu", "sgl_kernel_loads_h200", "current", "cuobjdump-list-elf.txt")) as fh:
+        libs = _cuobjdump.parse_multi(fh.read())
+    assert sorted(libs) == ["sgl_kernel/infllm_ops.cpython-312-x86_64-linux-gnu.so",
+                            "sgl_kernel/sm100/common_ops.abi3.so", "sgl_kernel/spatial_ops.abi3.so"]
+    assert all(lib["elf"] == ["sm_120a", "sm_121a"] for lib in libs.values())
+    result = _cuobjdump.check_libraries(libs, ["sm_120a", "sm_121a"])
+    assert result["failed"] == []
+    # one target the wheel was not built for still fails, naming every library
+    assert len(_cuobjdump.check_libraries(libs, ["sm_100a"])["failed"]) == 3
 
 
 def test_mscclpp_cubins_of_other_archs_do_not_cover_sm12x_without_ptx():
