@@ -103,3 +103,40 @@ def test_the_toolkit_package_and_the_environment_files(host):
     assert login.rc == 0 and login.stdout.startswith("/usr/local/cuda-13.0/bin/nvcc\n") and "release 13.0" in login.stdout
     # the compile proof ran (with the real host compiler behind the stand-in nvcc) and left its stamp
     assert host.file("/var/lib/blackwell-sglang/stamps/cuda_toolchain-compile-sm_120a.json").is_file
+
+
+@pytest.fixture(scope="module")
+def spark_logs():
+    return {name: (RUN_DIR / ("%s.log" % name)).read_text()
+            for name in ("spark-single-check", "spark-pair-check", "spark-pair-fabric")}
+
+
+@pytest.mark.parametrize("name, hosts", [("spark-single-check", ["spark-01"]),
+                                         ("spark-pair-check", ["spark-a", "spark-b"])])
+def test_the_dgx_spark_inventories_pass_a_check_mode_converge(spark_logs, name, hosts):
+    """inventories/dgx_spark/{single,pair} as shipped, under an overlay that says only how the sandbox is reached and
+    what it lacks (no GPU, no network, no ConnectX-7 link): the profile is GB10's, derived from the inventory."""
+    out = spark_logs[name]
+    assert out.rstrip().endswith("rc=0"), out[-3000:]
+    for host in hosts:
+        assert re.search(r"%s +: ok=\d+ +changed=\d+ +unreachable=0 +failed=0" % host, out), out[-3000:]
+    assert "PASS | kernel_target_archs | kernel targets sm_121a cover the fleet's compute capability 12.1" in out, \
+        out[-3000:]
+    assert "compute capability 12.1 (from sglang_stack_compute_capability: no GPU answered); unified memory" in out
+
+
+def test_the_pair_renders_one_server_over_two_nodes(spark_logs):
+    out = spark_logs["spark-pair-check"]
+    for rank in (0, 1):
+        assert ("node rank %d of 2 (1 of 2 TP ranks here), rank 0 = spark-a, --dist-init-addr 192.168.100.10:50000"
+                % rank) in out, out[-3000:]
+
+
+def test_the_pairs_nccl_settings_are_refused_on_a_host_without_its_link(spark_logs):
+    """The pair's own NCCL_SOCKET_IFNAME / NCCL_IB_HCA against a host that has neither: preflight names both."""
+    out = spark_logs["spark-pair-fabric"]
+    assert not out.rstrip().endswith("rc=0"), out[-3000:]
+    assert "nccl_socket_ifname_missing: NCCL_SOCKET_IFNAME=enp1s0f0np0 names enp1s0f0np0" in out, out[-3000:]
+    assert "nccl_ib_hca_missing: NCCL_IB_HCA=rocep1s0f0,roceP2p1s0f0" in out, out[-3000:]
+    for host in ("spark-a", "spark-b"):   # refused before anything changed
+        assert re.search(r"%s +: ok=\d+ +changed=0 +unreachable=0 +failed=1" % host, out), out[-3000:]
