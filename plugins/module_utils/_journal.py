@@ -63,6 +63,37 @@ RULES = [
      "fix the NCCL wheels, not sgl-kernel: uninstall every nvidia-nccl-cu1* wheel, reinstall only "
      "nvidia-nccl-cu13 at the version torch requires, and drop a system libnccl.so.2 from the loader path "
      "(the preflight check nccl_wheels names what is installed); rebuilding sgl-kernel does not help"),
+    # --- field reports part 3 (S-kinds): single-line toolchain kinds; the multi-line ones are in _sm12x_journal ----
+    ("triton_tma_scatter_sm12x", 93,
+     [r"Feature '\.tile::(?:scatter4|gather4)[^']*' not supported on \.?target 'sm_12\d[af]?'"],
+     "ptxas knows this SM12x arch but refuses a TMA scatter/gather instruction: triton_kernels takes the TMA "
+     "scatter path (gated by has_tma_gather(), true from compute capability 10.0) on a GPU that lacks it (not a "
+     "ptxas too old for the arch, N01) [S15]",
+     "install triton_kernels from a triton commit that gates the path by arch (has_tma_scatter(), triton#11862), "
+     "not the older tag sgl-kernel fetches (v3.7.1), or render another sglang_service_moe_runner_backend for the "
+     "MXFP4 MoE"),
+    ("host_compiler_too_new", 90,
+     [r"#error -- unsupported GNU version! gcc versions later than \d+ are not supported"],
+     "the host GCC is newer than this nvcc accepts (its host_config.h caps the GCC major; the number in the "
+     "message is the newest it takes) [S06]",
+     "install the newest gcc-N/g++-N this nvcc accepts (N = the version the message names; 15 for CUDA 13.0 on "
+     "aarch64) and export CC, CXX, CUDAHOSTCXX and -DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++-N for the sgl-kernel "
+     "and FlashInfer builds; do not pass -allow-unsupported-compiler"),
+    ("cutlass_dsl_version_skew", 83,
+     [r"requires nvidia-cutlass-dsl\s*>=\s*[\d.]+",
+      r"module 'cutlass\.cute(?:\.\w+)*' has no attribute '\w+'"],
+     "the installed CuTe DSL (nvidia-cutlass-dsl) is older than, or split from, what FlashInfer uses: a symbol "
+     "of cutlass.cute is missing [S07]",
+     "pin nvidia-cutlass-dsl and nvidia-cutlass-dsl-libs-base to one version, at least the floor of the "
+     "installed flashinfer's Requires-Dist (pip show -v flashinfer-python), then check "
+     "python -c 'import cutlass, cutlass.cute'"),
+    ("triton_kernels_skew", 83,
+     [r"No module named '(?:triton_kernels|triton\.tools)\.[\w.]+'"],
+     "triton_kernels is from another triton source tree than the installed triton (its modules move between "
+     "tags: matmul -> matmul_ogs, triton.tools.ragged_tma); not two triton distributions (N16) [S08]",
+     "reinstall triton_kernels from the tag of the installed triton (python -c 'import triton; "
+     "print(triton.__version__)'), e.g. pip install 'git+https://github.com/triton-lang/triton@v<version>"
+     "#subdirectory=python/triton_kernels'; sgl-kernel's fetched triton tag is a third version to keep in step"),
     # --- field reports part 2 (N-kinds; ids resolve in docs/field-reports.md) ---------------------------------------
     ("triton_ptxas_too_old", 92,
      [r"Value '(?:sm|compute)_\d+[af]?' is not defined for option 'gpu-name'"],

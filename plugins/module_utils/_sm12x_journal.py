@@ -18,6 +18,19 @@ returns entries in ``_journal``'s internal shape, ``cause -> (priority, index, l
 * ``gb10_cuda_oom``: a CUDA out-of-memory on unified memory (the pool is shared with the OS and the page cache).
 * ``nccl_nvls_hang`` (S21): the last NCCL line is ``NVLS tuning`` and ``Init COMPLETE`` never came.
 * ``roce_fabric_misconfig`` (S02): ``ibv_modify_qp`` errno 61/110, ``IBV_WC_RETRY_EXC_ERR(12)``.
+* ``cuda_major_mix`` (S10): two CUDA majors in one process: ``failed to open libnvrtc-builtins.so.13.0``, or a
+  ``lib*.so.12: cannot open shared object file`` (or ``.so.13``) while another line of the log shows the other
+  major (``+cu130``, ``.so.13``, ``nvidia/cu13/lib``); alone, the missing CUDA 12 library stays B07's
+  ``sgl_kernel_cuda_major_mismatch``.
+* ``nccl_conf_override`` (S03): a hang just after ``Init COMPLETE`` (only NCCL or systemd lines follow) while the
+  context names an NCCL config file (``/etc/nccl.conf``, ``~/.nccl.conf``, ``NCCL_CONF_FILE``) that NCCL reads
+  without saying so; without such a file the hang is not this kind (B28 in the readiness waiter).
+* ``nccl_build_wedge`` (S22): ``Watchdog caught collective operation timeout`` or a ``ncclLocalOpAppend`` frame on
+  unified memory (GB10): the NCCL build (pip wheel against DGX OS's libnccl2 of the same version) is suspect
+  before the attention or MoE backend; elsewhere a watchdog timeout is not classified by this rule.
+
+Context keys read here: ``gpu_name`` / ``compute_capability`` (the hardware profile), ``nccl_conf_files`` (list of
+paths, or dict path -> list of ``NCCL_*`` keys, of the NCCL config files found on the host; S03).
 """
 
 from __future__ import annotations
@@ -44,6 +57,14 @@ _CUDA_OOM_RE = re.compile(r"torch\.OutOfMemoryError|CUDA out of memory|cudaError
 _NCCL_LINE_RE = re.compile(r"NCCL INFO")
 _NVLS_RE = re.compile(r"NCCL INFO .*NVLS tuning")
 _INIT_DONE_RE = re.compile(r"Init COMPLETE")
+_NVRTC_BUILTINS_13_RE = re.compile(r"failed to open libnvrtc-builtins\.so\.13")
+_MISSING_CUDA_LIB_RE = re.compile(r"lib[\w-]+\.so\.(12|13)(?:\.\d+)*: cannot open shared object file|"
+                                  r"lib[\w-]+\.so\.(12|13)(?:\.\d+)* => not found")
+_CUDA_MAJOR_MARK_RE = re.compile(r"\+cu(12|13)\d\b|\blib[\w-]+\.so\.(12|13)\b|nvidia/cu(12|13)/lib|"
+                                 r"\bnvidia-[\w-]+-cu(12|13)\b|release (12|13)\.\d")
+_WATCHDOG_RE = re.compile(r"Watchdog caught collective operation timeout|ncclLocalOpAppend")
+_SYSTEMD_END_RE = re.compile(r"start operation timed out|Failed with result|Stopping |Stopped |Deactivated|"
+                             r"Main process exited|Terminating|State 'stop-sigterm'")
 _ROCE_RE = re.compile(r"ibv_modify_qp(?: failed)?(?: with)?(?: err(?:no)?)?\s*[:=]?\s*(61|110)\b|"
                       r"IBV_WC_RETRY_EXC_ERR\s*\(12\)")
 
@@ -51,6 +72,34 @@ UMA_OOM_REMEDY = ("the unified memory pool ran out (GPU allocations, the OS, the
                   "it): set sglang_service_mem_fraction_static to what the preflight's gb10_memory_budget derives from "
                   "MemAvailable (or leave it null there), stop other workloads and the desktop session, drop the page "
                   "cache before the start; do not restart in a loop (the host may need a power cycle)")
+
+
+CUDA_MIX_REMEDY = ("keep one CUDA major in the venv: install the cu13 nvidia-cuda-nvrtc wheel (the -cu13 package "
+                   "name is deprecated), remove every nvidia-*-cu12 runtime wheel next to a cu13 torch (or install the "
+                   "torch of the toolkit's major), and put the directory holding libnvrtc-builtins.so.13.* "
+                   "(site-packages/nvidia/cu13/lib; ldconfig -p | grep libnvrtc-builtins) first on the unit's "
+                   "LD_LIBRARY_PATH (sglang_stack_cuda_env_file)")
+
+
+def _majors(groups):
+    """The CUDA majors of a match's groups (only one group of an alternation is set)."""
+    return {int(g) for g in groups if g}
+
+
+def _cuda_majors(lines):
+    """CUDA majors (12, 13) named anywhere in the lines."""
+    majors = set()
+    for line in lines:
+        for match in _CUDA_MAJOR_MARK_RE.finditer(line):
+            majors |= _majors(match.groups())
+    return majors
+
+
+def _nccl_conf_files(context):
+    files = (context or {}).get("nccl_conf_files") or []
+    if isinstance(files, dict):
+        return ["%s (%s)" % (path, ", ".join(keys)) if keys else str(path) for path, keys in sorted(files.items())]
+    return [str(path) for path in files if path]
 
 
 def unified_memory(context):
@@ -134,7 +183,41 @@ def findings(lines, context=None):
                 "leave NCCL_IB_GID_INDEX unset (never empty), check equal MTU at both ends of every ConnectX-7 link "
                 "(9000), persist the addresses with netplan, cable p0 <-> p1, and list both RDMA devices of a cable "
                 "in NCCL_IB_HCA", {})
+        if _NVRTC_BUILTINS_13_RE.search(line):
+            found["cuda_major_mix"] = (
+                79, index, line, "nvrtc cannot find its CUDA 13 builtins: the nvrtc loaded comes from another "
+                "CUDA major than the process's runtime (two CUDA majors in one process) [S10]", CUDA_MIX_REMEDY,
+                {"cuda_majors": sorted(_cuda_majors(lines) | {13})})
+        missing = _MISSING_CUDA_LIB_RE.search(line)
+        if missing and "cuda_major_mix" not in found:
+            major = _majors(missing.groups())
+            majors = _cuda_majors(lines)
+            if majors - major:
+                found["cuda_major_mix"] = (
+                    79, index, line, "a CUDA %s library is missing while the process also loads CUDA %s (a cu12x "
+                    "torch on a CUDA 13 base, or the reverse) [S10]" % (
+                        "/".join(str(m) for m in sorted(major)), "/".join(str(m) for m in sorted(majors - major))),
+                    CUDA_MIX_REMEDY, {"cuda_majors": sorted(majors | major)})
+        if _WATCHDOG_RE.search(line) and uma and "nccl_build_wedge" not in found:
+            found["nccl_build_wedge"] = (
+                64, index, line, "an NCCL collective wedged on GB10 (watchdog timeout / ncclLocalOpAppend): the "
+                "NCCL build is suspect before the attention or MoE backend (the pip nvidia-nccl-cu13 and DGX OS's "
+                "libnccl2 can be one version and two builds) [S22]",
+                "compare the GNU Build ID of the libnccl.so.2 the service loads with DGX OS's libnccl2 (readelf -n "
+                "<lib> | grep 'Build ID'); prefer the system libnccl2, or a build qualified by a 30-60 min "
+                "multi-rank soak, through LD_PRELOAD in sglang_service_nccl_env; swapping the attention/MoE backend, "
+                "--enforce-eager or --disable-custom-all-reduce only moves the time between failures", {})
     nccl = [i for i, line in enumerate(lines) if _NCCL_LINE_RE.search(line)]
+    conf_files = _nccl_conf_files(context)
+    done = [i for i in nccl if _INIT_DONE_RE.search(lines[i])]
+    if conf_files and done and all(_NCCL_LINE_RE.search(line) or _SYSTEMD_END_RE.search(line)
+                                   for line in lines[done[-1] + 1:]):
+        found["nccl_conf_override"] = (
+            30, done[-1], lines[done[-1]], "the start hangs just after NCCL's Init COMPLETE while an NCCL config "
+            "file the unit does not show is in effect: %s [S03]" % "; ".join(conf_files),
+            "remove the file or set its NCCL_* keys (e.g. NCCL_IB_USE_INLINE, NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS) "
+            "to 0, or move the settings the host needs into sglang_service_nccl_env; NCCL reads /etc/nccl.conf, "
+            "~/.nccl.conf and NCCL_CONF_FILE on top of the process environment", {"nccl_conf_files": conf_files})
     if nccl and _NVLS_RE.search(lines[nccl[-1]]) and not any(_INIT_DONE_RE.search(lines[i]) for i in nccl):
         found["nccl_nvls_hang"] = (
             65, nccl[-1], lines[nccl[-1]], "NCCL stopped at 'NVLS tuning' before Init COMPLETE (NCCL >= 2.30.4 without "
