@@ -17,6 +17,8 @@ Checks (names as in ``preflight_checks``):
 * ``nccl_fabric`` -- the multi-node NCCL settings against the host (``_nccl_fabric``, S02/S04);
 * ``nccl_smoke_size`` -- only when the smoke test's size was capped on unified memory (S04);
 * ``sm12x_service_env`` -- what the profile adds to the service environment (S16, S21);
+* ``nccl_conf_unmanaged_keys`` -- NCCL config files (``/etc/nccl.conf``, the service user's ``~/.nccl.conf``,
+  ``NCCL_CONF_FILE``) that put keys into effect beside the service environment, unlogged (``_nccl_conf``, S03);
 * ``aarch64_dependencies`` -- on an aarch64 host, the route of each dependency (``_aarch64_deps``: wheel, another
   index, build, replacement, omitted) and a warning naming those without an aarch64 wheel (S09, S11).
 """
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _aarch64_deps
 from ansible_collections.blackwell.sglang.plugins.module_utils import _cuobjdump
+from ansible_collections.blackwell.sglang.plugins.module_utils import _nccl_conf
 from ansible_collections.blackwell.sglang.plugins.module_utils import _hardware_profile as hp
 from ansible_collections.blackwell.sglang.plugins.module_utils._cuda_toolchain import arch_coverage
 from ansible_collections.blackwell.sglang.plugins.module_utils._nccl_fabric import check_fabric
@@ -35,6 +38,7 @@ DEFAULT_CONFIG = {
     "fleet_capabilities": None,
     "target_archs": None,
     "nccl_env": {},
+    "service_env": {},
     "nnodes": 1,
     "rdma_devices": None,
     "net_interfaces": None,
@@ -122,12 +126,13 @@ def evaluate(gpu, tool, host, config):
     :param config: overrides of :data:`DEFAULT_CONFIG`: ``fallback_capability`` (this host's
         ``sglang_stack_compute_capability``), ``require_gpu``, ``fleet_capabilities`` (list; None = this host's),
         ``target_archs`` (the resolved ``sglang_stack_target_archs``; None = the fleet profile's), ``nccl_env``
-        (``sglang_service_nccl_env``), ``nnodes``, ``rdma_devices`` / ``net_interfaces`` (names under
+        (``sglang_service_nccl_env``), ``service_env`` (``sglang_stack_service_env`` of the general checks), ``nnodes``, ``rdma_devices`` / ``net_interfaces`` (names under
         ``/sys/class/infiniband`` and ``/sys/class/net``; None = not read), ``smoke_size_mb``, ``deepgemm_off``,
         ``architecture`` / ``glibc`` (``ansible_facts``; None = not known, the aarch64 check then passes).
     :returns: dict ``host`` (``_hardware_profile.host_capabilities``), ``profile`` (the fleet's profile),
         ``checks`` (list of check dicts), ``service_env`` and ``env_reasons`` (S16/S21), ``smoke`` (the NCCL smoke
-        test's size on this host), ``aarch64_plan`` (the dependency routes on aarch64; [] elsewhere).
+        test's size on this host), ``aarch64_plan`` (the dependency routes on aarch64; [] elsewhere),
+        ``nccl_conf_files`` (path -> the keys an NCCL config file puts into effect, S03; {} for none).
     """
     cfg = dict(DEFAULT_CONFIG)
     cfg.update(dict((k, v) for k, v in (config or {}).items() if v is not None))
@@ -148,6 +153,12 @@ def evaluate(gpu, tool, host, config):
     ]
     if smoke["capped"]:
         checks.append(_check("nccl_smoke_size", "warn", smoke["message"]))
+    # the unit's environment as sglang_service writes it: the checks', the profile's, then the inventory's NCCL keys
+    unit_env = dict(cfg["service_env"] or {})
+    unit_env.update(env["env"])
+    unit_env.update(cfg["nccl_env"] or {})
+    conf = _nccl_conf.check(host.get("nccl_conf"), unit_env, "sglang_service_nccl_env")
+    checks.append(_check(conf["name"], conf["status"], conf["message"], conf["remedy"]))
     deps = _aarch64_deps.check(cfg["architecture"], cfg["glibc"], mine["capabilities"])
     checks.append(_check(deps["name"], deps["status"], deps["message"], deps["remedy"]))
     checks.append(_check("sm12x_service_env", "pass", "the service gets %s" % (
@@ -155,4 +166,4 @@ def evaluate(gpu, tool, host, config):
         if env["env"] else "nothing from the SM12x profile")))
     return {"host": mine, "profile": fleet, "target_archs": targets, "checks": checks, "service_env": env["env"],
             "env_reasons": env["reasons"], "smoke": smoke,
-            "aarch64_plan": deps["plan"]}
+            "aarch64_plan": deps["plan"], "nccl_conf_files": conf["files"]}

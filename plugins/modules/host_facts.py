@@ -17,6 +17,8 @@ description:
   - Proxy variables from the module's environment and C(/etc/environment), and the C(no_proxy) entries already set.
   - glibc version, kernel release and whether C(/lib/modules/<release>/build) exists.
   - Existence of each path in I(stat_paths) (for example the model directory).
+  - With I(nccl_conf), the NCCL config files NCCL would read for the service (C(NCCL_CONF_FILE) or the service
+    user's C(~/.nccl.conf), then C(/etc/nccl.conf)) and their keys (field report S03).
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:
@@ -54,6 +56,20 @@ options:
       max_jobs:
         description: The operator's cap on jobs (null or 0 for none).
         type: int
+  nccl_conf:
+    description:
+      - Read the NCCL config files for a service run as I(nccl_conf.user) with C(NCCL_CONF_FILE) set to
+        I(nccl_conf.conf_file); returned in C(nccl_conf). NCCL applies them without logging them.
+    type: dict
+    suboptions:
+      user:
+        description: The service's account (name or uid); its passwd home holds C(.nccl.conf). An account that does
+          not exist yet has none.
+        type: str
+      conf_file:
+        description: The service's C(NCCL_CONF_FILE) (empty or unset - NCCL reads C(~/.nccl.conf) instead).
+        type: str
+        default: ""
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 seealso:
@@ -75,6 +91,12 @@ EXAMPLES = r"""
     build_sizing:
       gencodes: 2
   register: build_host
+
+- name: Find the NCCL config files the service would read
+  blackwell.sglang.host_facts:
+    nccl_conf:
+      user: sglang
+  register: host
 """
 
 RETURN = r"""
@@ -110,6 +132,15 @@ paths:
   description: Per label C(path), C(exists), C(is_dir).
   returned: always
   type: dict
+nccl_conf:
+  description:
+    - With I(nccl_conf), C(user), C(home) (null when the account does not exist), C(searched) (the paths NCCL would
+      read, in its order) and C(files) (those that exist - C(path), C(found_by) of C(NCCL_CONF_FILE), C(home) or
+      C(system), C(keys) as a KEY to value dict).
+  returned: when I(nccl_conf) is given
+  type: dict
+  sample: {"user": "sglang", "home": "/var/lib/sglang", "searched": ["/var/lib/sglang/.nccl.conf", "/etc/nccl.conf"],
+           "files": [{"path": "/etc/nccl.conf", "found_by": "system", "keys": {"NCCL_IB_USE_INLINE": "1"}}]}
 build_sizing:
   description:
     - With I(build_sizing), C(jobs) (parallel compiler jobs), C(compile_threads) (nvcc C(--threads) per job),
@@ -122,6 +153,7 @@ build_sizing:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.blackwell.sglang.plugins.module_utils._build_sizing import build_parallelism
 from ansible_collections.blackwell.sglang.plugins.module_utils._host import collect
+from ansible_collections.blackwell.sglang.plugins.module_utils import _nccl_conf
 
 
 def main():
@@ -135,6 +167,10 @@ def main():
                 headroom_gib=dict(type="float", default=16.0),
                 gencodes=dict(type="int", default=1),
                 max_jobs=dict(type="int"),
+            )),
+            nccl_conf=dict(type="dict", options=dict(
+                user=dict(type="str"),
+                conf_file=dict(type="str", default=""),
             )),
         ),
         supports_check_mode=True,
@@ -154,6 +190,9 @@ def main():
                 gencodes=max(1, sizing["gencodes"]), max_jobs=sizing["max_jobs"] or None)
         except ValueError as exc:
             module.fail_json(msg="build_sizing: %s" % exc)
+    if module.params["nccl_conf"] is not None:
+        facts["nccl_conf"] = _nccl_conf.collect(module.params["nccl_conf"]["user"],
+                                                module.params["nccl_conf"]["conf_file"])
     module.exit_json(changed=False, **facts)
 
 

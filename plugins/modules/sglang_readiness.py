@@ -21,6 +21,9 @@ description:
   - On failure returns the cause classified from the journal (init-time vs runtime OOM, port in use, warm-up
     through a proxy, no kernel image, FA3 on a non-Hopper GPU, NCCL shared memory, P2P hang, ABI mismatch, ...)
     and the last journal lines.
+  - A hang just after NCCL's C(Init COMPLETE) is blamed on an NCCL config file (C(/etc/nccl.conf), the unit
+    user's C(~/.nccl.conf), C(NCCL_CONF_FILE)) when one puts keys into effect beside the unit's environment; the
+    module reads the unit's C(User), C(Environment) and C(EnvironmentFiles) to find them (field report S03).
   - The logic lives in C(plugins/module_utils/_readiness.py) and C(plugins/module_utils/_journal.py).
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
@@ -161,6 +164,7 @@ from ansible.module_utils.urls import open_url
 from ansible.module_utils.six.moves.urllib.error import HTTPError
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _inputs
+from ansible_collections.blackwell.sglang.plugins.module_utils import _nccl_conf
 from ansible_collections.blackwell.sglang.plugins.module_utils import _net
 from ansible_collections.blackwell.sglang.plugins.module_utils import _readiness
 
@@ -244,6 +248,17 @@ def systemctl_show(module, unit, props):
     return values
 
 
+def unit_nccl_conf(module, unit):
+    """The NCCL config files that put keys into effect for the unit's process (its account and environment as
+    systemd has them), ``{path: [KEY, ...]}``: the classifier names them for a hang after Init COMPLETE (S03)."""
+    systemctl = module.get_bin_path("systemctl")
+    if not systemctl:
+        return {}
+    rc, out, _err = module.run_command([systemctl, "show", unit, "--property=User", "--property=Environment",
+                                        "--property=EnvironmentFiles"], check_rc=False)
+    return _nccl_conf.unit_context(out) if rc == 0 else {}
+
+
 URL_VAR = "url (the role builds it from sglang_stack_service_host and sglang_stack_service_port)"
 TIMEOUT_VAR = "request_timeout (sglang_service_readiness_request_timeout)"
 
@@ -323,7 +338,8 @@ def main():
         clock=time.monotonic, sleep=time.sleep, request_timeout=p["request_timeout"], successes=p["successes"],
         interval=p["interval"], stall_timeout=p["stall_timeout"], max_wait=p["max_wait"],
         tail_lines=p["tail_lines"], tp_size=p["tp_size"], start_grace=p["start_grace"],
-        classify_context={"argv": p["server_args"] or None, "compute_capability": p["compute_capability"]})
+        classify_context={"argv": p["server_args"] or None, "compute_capability": p["compute_capability"],
+                          "nccl_conf_files": unit_nccl_conf(module, p["unit"])})
     result["invocation_id"] = unit_journal.invocation_id
     secrets = [s for s in p["mask"] if s]
     result["last_lines"] = [_inputs.mask(line, secrets) for line in result.get("last_lines") or []]
