@@ -126,8 +126,9 @@ def evaluate(gpu, tool, host, config):
     :param config: overrides of :data:`DEFAULT_CONFIG`: ``fallback_capability`` (this host's
         ``sglang_stack_compute_capability``), ``require_gpu``, ``fleet_capabilities`` (list; None = this host's),
         ``target_archs`` (the resolved ``sglang_stack_target_archs``; None = the fleet profile's), ``nccl_env``
-        (``sglang_service_nccl_env``), ``service_env`` (``sglang_stack_service_env`` of the general checks), ``nnodes``, ``rdma_devices`` / ``net_interfaces`` (names under
-        ``/sys/class/infiniband`` and ``/sys/class/net``; None = not read), ``smoke_size_mb``, ``deepgemm_off``,
+        (``sglang_service_nccl_env``), ``service_env`` (``sglang_stack_service_env`` of the general checks),
+        ``nnodes``, ``rdma_devices`` / ``net_interfaces`` (names under ``/sys/class/infiniband`` and
+        ``/sys/class/net``; None = not read), ``smoke_size_mb``, ``deepgemm_off``,
         ``architecture`` / ``glibc`` (``ansible_facts``; None = not known, the aarch64 check then passes).
     :returns: dict ``host`` (``_hardware_profile.host_capabilities``), ``profile`` (the fleet's profile),
         ``checks`` (list of check dicts), ``service_env`` and ``env_reasons`` (S16/S21), ``smoke`` (the NCCL smoke

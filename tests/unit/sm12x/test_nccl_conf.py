@@ -22,7 +22,7 @@ RTX = {"gpu_count": 1, "gpus": [{"index": 0, "name": "NVIDIA RTX PRO 6000 Blackw
 
 
 def files(mapping):
-    return lambda path: mapping.get(path)
+    return mapping.get
 
 
 def conf_check(found, nccl_env=None, service_env=None):
@@ -45,10 +45,10 @@ def test_the_leftover_system_file_warns_naming_the_file_and_both_keys():
 
 def test_a_key_the_service_sets_is_not_in_effect():
     found = _nccl_conf.collect(ME.pw_name, "", files({"/etc/nccl.conf": F_S03}))
-    check, _ = conf_check(found, nccl_env={"NCCL_IB_USE_INLINE": "0"})
+    check = conf_check(found, nccl_env={"NCCL_IB_USE_INLINE": "0"})[0]
     assert check["status"] == "warn" and "NCCL_IB_USE_INLINE" not in check["message"]
-    both, _ = conf_check(found, nccl_env={"NCCL_IB_USE_INLINE": "0"},
-                         service_env={"NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS": "0"})
+    both = conf_check(found, nccl_env={"NCCL_IB_USE_INLINE": "0"},
+                      service_env={"NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS": "0"})[0]
     assert both["status"] == "pass" and "service environment, which wins" in both["message"]
 
 
@@ -56,7 +56,7 @@ def test_no_file_passes_and_names_where_it_looked():
     check, result = conf_check(_nccl_conf.collect("no-such-account-xyz", "", files({})))
     assert check["status"] == "pass" and check["message"] == "no NCCL config file (/etc/nccl.conf)"
     assert result["nccl_conf_files"] == {}
-    not_read, _ = conf_check(None)
+    not_read = conf_check(None)[0]
     assert not_read["status"] == "pass" and "not read" in not_read["message"]
 
 
