@@ -22,6 +22,7 @@ Reader arguments (JSON object, every key optional):
 * ``versions``: names whose version is returned (``None`` when not installed);
 * ``requires``: names whose ``Requires-Dist`` list is returned (``None`` when not installed);
 * ``closure``: false skips the closure walk (then ``requirements``/``names`` are ignored);
+* ``records``: true returns every installed distribution's version and ``RECORD`` digest (the release seal);
 * ``torch_build``: true reads torch's ``torch/version.py`` (only when torch is installed; parsed, not imported:
   an import takes seconds) for ``{"version", "cuda"}`` of its build, the values ``torch.__version__`` and
   ``torch.version.cuda`` have, or ``{"error": str}`` when that file is missing or unreadable (for the release
@@ -30,7 +31,8 @@ Reader arguments (JSON object, every key optional):
 Reader output: ``{"python": "3.12.3", "executable": "/opt/v/bin/python", "packaging": bool,
 "distributions": {name: version}, "closure": {name: {"version": str or None, "record": sha256 hex or None,
 "named": bool}}, "unsatisfied": [str], "missing": [str], "versions": {name: str or None},
-"requires": {name: [str] or None}, "torch": {...} (with ``torch_build``)}``; every name normalised by :func:`canonicalize_name` (``named``: the entry is
+"requires": {name: [str] or None}, "records": {name: {"version": str, "record": sha256 hex or None}} (with ``records``),
+"torch": {...} (with ``torch_build``)}``; every name normalised by :func:`canonicalize_name` (``named``: the entry is
 itself one of ``requirements``/``names``, not only a dependency of one).
 """
 
@@ -157,6 +159,9 @@ def read(args=None, dists=None):
         out["requires"][canonicalize_name(name)] = list(dist.requires or []) if dist is not None else None
     if args.get("closure", True) and Requirement is not None:
         _closure(by_name, list(args.get("requirements") or ()), list(args.get("names") or ()), out)
+    if args.get("records"):
+        out["records"] = dict((name, {"version": dist.version, "record": _record_digest(dist)})
+                              for name, dist in sorted(by_name.items()))
     if args.get("torch_build"):
         out["torch"] = _torch_build(by_name["torch"]) if "torch" in by_name else {}
     return out
