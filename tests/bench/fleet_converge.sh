@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Fleet convergence benchmark (a measurement, not a test): converge 1 sandbox host, then 4, with
-# playbooks/rollout.yml, then rerun on the 4 (idempotent), then a 5th host that joins later (--limit, wheel from the
-# controller artifact cache). Writes a Markdown table to docs/benchmarks/fleet-<date>.md.
+# Fleet convergence benchmark (a measurement, not a test): converge 1 sandbox host, then each larger fleet of
+# BENCH_HOSTS (default "1 4 8"), with playbooks/rollout.yml, each on fresh containers and an empty artifact cache; then
+# rerun the largest (idempotent), then one more host that joins later (--limit, everything from the controller's
+# artifact cache). Writes a Markdown table to docs/benchmarks/fleet-<date>.md with the wall time, the controller's CPU
+# seconds (ansible-playbook and the workers and ssh clients it waits for) and that CPU per host: on 2 cores the
+# containers share the CPU with the controller, so the wall ratio alone cannot show a controller-side change.
 # Goals: 4 hosts in <= 1.5x the time of 1 with exactly one kernel build; rerun <= 10% of the first converge.
 #
-#   bash tests/bench/fleet_converge.sh            # needs `make deps image mirror` first; tens of minutes
+#   bash tests/bench/fleet_converge.sh                   # needs `make deps image mirror` first; about an hour
+#   BENCH_HOSTS="1 4" bash tests/bench/fleet_converge.sh # the 1-vs-4 comparison alone
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -17,6 +21,9 @@ export ANSIBLE_COLLECTIONS_PATH=$ROOT/collections
 export ANSIBLE_CONFIG=$ROOT/ansible.cfg
 export ANSIBLE_CACHE_PLUGIN_CONNECTION=$WORK/facts   # fresh containers each run: no facts from an earlier run
 OUT=${OUT_MD:-$ROOT/docs/benchmarks/fleet-$(date -u +%Y%m%d).md}
+read -ra SIZES <<<"${BENCH_HOSTS:-1 4 8}"
+[[ ${SIZES[0]} == 1 ]] || { echo "BENCH_HOSTS must start with 1 (the baseline the others are compared with)" >&2; exit 2; }
+[[ -x /usr/bin/time ]] || { echo "needs /usr/bin/time for the controller's CPU time (Debian: apt install time)" >&2; exit 2; }
 IMAGE=${BLACKWELL_SANDBOX_IMAGE:-localhost/blackwell-sandbox:bookworm}
 # The connection as inventories/sandbox (since 2026-12-01): SSH through tests/sandbox/ssh-proxy.sh (sshd -i over
 # podman exec -i), pipelining; BENCH_CONNECTION=podman for the containers.podman connection of the earlier runs.
@@ -35,7 +42,8 @@ timed() {  # timed <label> <inventory> [ansible-playbook args] -> seconds on std
   local label=$1 inv=$2 start end
   shift 2
   start=$(date +%s)
-  (cd "$WORK" && timeout 5400 "$ANSIBLE_PLAYBOOK" -i "$inv" "$ROOT/playbooks/rollout.yml" "$@" > "$WORK/$label.log" 2>&1) \
+  (cd "$WORK" && timeout 5400 /usr/bin/time -f '%U %S' -o "$WORK/$label.cpu" \
+     "$ANSIBLE_PLAYBOOK" -i "$inv" "$ROOT/playbooks/rollout.yml" "$@" > "$WORK/$label.log" 2>&1) \
     || { echo "rollout failed for $label, see $WORK/$label.log" >&2; tail -30 "$WORK/$label.log" >&2; exit 1; }
   end=$(date +%s)
   echo $((end - start))
@@ -49,13 +57,29 @@ recap() {  # recap <label>: "ok=.. changed=.. failed=.." summed over the hosts o
 builds() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
   c=$((c + $(podman exec "bw-bench-$i" sh -c 'ls /var/log/blackwell-sglang/sgl-kernel-build-*.log 2>/dev/null | wc -l'))); done; echo $c; }
 
-echo "== 1 host"; up 1; t1=$(timed one "$(inventory 1)"); b1=$(builds 1); down 1
-rm -rf "$BLACKWELL_ARTIFACT_CACHE"   # the 4-host run must build its own wheel once
-echo "== 4 hosts"; up 4; t4=$(timed four "$(inventory 4)"); b4=$(builds 4)
-echo "== 4 hosts, rerun"; tr=$(timed rerun "$WORK/inv-4.yml")
-# a host that joins later: the inventory grows to 5, only the new host is converged (--limit), from the cache
-echo "== host 5 joins (--limit bench-5)"; up 5 5; tj=$(timed join "$(inventory 5)" --limit bench-5); bj=$(builds 5 5)
-down 5
+cpu() { awk '{printf "%.0f", $1 + $2}' "$WORK/$1.cpu"; }              # controller CPU seconds of a run
+per_host() { awk -v c="$(cpu "$1")" -v n="$2" 'BEGIN{printf "%.1f", c / n}'; }
+row() {  # row <label> <hosts> <seconds> <builds> <goal>
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$(cpu "$1")" "$(per_host "$1" "$2")" "$4" "$(recap "$1")" "$5"
+}
+
+rows=""; t1=0
+for n in "${SIZES[@]}"; do
+  rm -rf "$BLACKWELL_ARTIFACT_CACHE"   # every size builds its own wheel (and release venv) once
+  echo "== $n host(s)"; up "$n"; t=$(timed "hosts$n" "$(inventory "$n")"); b=$(builds "$n")
+  if [[ $n == 1 ]]; then t1=$t; goal=""
+  else goal="<= 1.5 x $t1 = $((t1 * 3 / 2)) s: $( [ "$t" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) ($(awk -v a="$t" -v b="$t1" 'BEGIN{printf "%.2fx", a / b}')); 1 build: $( [ "$b" -eq 1 ] && echo met || echo missed )"; fi
+  rows+=$(row "hosts$n" "$n" "$t" "$b" "$goal")$'\n'
+  last=$n; tlast=$t
+  [[ $n == "${SIZES[-1]}" ]] || down "$n"
+done
+echo "== $last hosts, rerun"; tr=$(timed rerun "$WORK/inv-$last.yml")
+rows+=$(row rerun "$last" "$tr" - "<= 10% of $tlast = $((tlast / 10)) s: $( [ "$tr" -le $((tlast / 10)) ] && echo met || echo missed )")$'\n'
+# a host that joins later: the inventory grows by one, only the new host is converged (--limit), from the cache
+j=$((last + 1))
+echo "== host $j joins (--limit bench-$j)"; up "$j" "$j"; tj=$(timed join "$(inventory "$j")" --limit "bench-$j"); bj=$(builds "$j" "$j")
+rows+=$(row join 1 "$tj" "$bj" "0 builds: $( [ "$bj" -eq 0 ] && echo met || echo missed )")$'\n'
+down "$j"
 
 cat > "$OUT" <<MD
 # Fleet convergence benchmark, $(date -u +%Y-%m-%d)
@@ -66,12 +90,9 @@ Playbook: playbooks/rollout.yml on fresh sandbox containers (pip CUDA wheels, wh
 shared pip cache warm. Image $IMAGE. Connection: $CONNECTION. Load average at the end: $(uptime | sed -E 's/.*load average: //').
 Script: tests/bench/fleet_converge.sh.
 
-| run | hosts | wall time (s) | kernel builds | tasks (all plays, all hosts) | goal |
-|---|---|---|---|---|---|
-| first converge | 1 | $t1 | $b1 | $(recap one) | |
-| first converge | 4 | $t4 | $b4 | $(recap four) | <= 1.5 x $t1 = $((t1 * 3 / 2)) s, exactly 1 build: $( [ "$t4" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) / $( [ "$b4" -eq 1 ] && echo met || echo missed ) |
-| rerun (idempotent) | 4 | $tr | - | $(recap rerun) | <= 10% of $t4 = $((t4 / 10)) s: $( [ "$tr" -le $((t4 / 10)) ] && echo met || echo missed ) |
-| 5th host joins (\`--limit bench-5\`, wheel from the artifact cache) | 1 | $tj | $bj | $(recap join) | 0 builds: $( [ "$bj" -eq 0 ] && echo met || echo missed ) |
+| run | hosts | wall time (s) | controller CPU (s) | controller CPU per host (s) | kernel builds | tasks (all plays, all hosts) | goal |
+|---|---|---|---|---|---|---|---|
+$rows
 MD
 cat "$OUT"
 echo "logs: $WORK"
