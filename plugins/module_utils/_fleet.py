@@ -201,10 +201,11 @@ def host_drift(host, manifest, live):
     """Compare one host's manifest with what it runs now.
 
     :param manifest: the manifest dict (may be empty).
-    :param live: ``{"distributions": {name: version}, "torch": {...}, "unit_sha256": str or None, "unit_text": str
-        or None}`` read now; with ``unit_text`` the unit's ``--model-path`` is compared with the manifest's
+    :param live: ``{"distributions": {name: version}, "unit_sha256": str or None, "unit_text": str or None,
+        "seal_breaks": [str]}`` read now; with ``unit_text`` the unit's ``--model-path`` is compared with the manifest's
         ``model.path`` (field ``model path``: the service runs another model than the release recorded, e.g. a
-        rollback that rendered the model configured now).
+        rollback that rendered the model configured now); each of ``seal_breaks`` (what the live release's broken
+        seal names, module sglang_release_seal) is one ``seal`` entry.
     :returns: list of ``{"host", "field", "value" (live), "expected" (manifest)}``.
     """
     if not manifest:
@@ -225,6 +226,8 @@ def host_drift(host, manifest, live):
         serving = unit_model_path(unit_text)
         if serving != model["path"]:
             out.append({"host": host, "field": "model path", "value": serving, "expected": model["path"]})
+    for reason in (live or {}).get("seal_breaks") or []:
+        out.append({"host": host, "field": "seal", "value": reason, "expected": "as sealed"})
     return out
 
 

@@ -109,7 +109,7 @@ def evaluate(seal, release, records, inputs):
     """Compare a loaded seal with the live host: ``(holds, changes)``; the recorded files are hashed again here.
 
     :param seal: :func:`load`'s result (None: no usable seal). :param records: the venv reader's ``records``.
-    :param inputs: ``{name: sha256 hex}`` of the inventory's build settings now.
+    :param inputs: ``{name: sha256 hex}`` of the inventory's build settings now; None: not compared.
     """
     if seal is None:
         return False, [{"what": "seal", "name": SEAL_FILE, "was": None, "now": "absent or unreadable", "stage": "all"}]
@@ -129,7 +129,7 @@ def evaluate(seal, release, records, inputs):
         if digest != item.get("sha256"):
             changes.append({"what": "file", "name": path, "was": item.get("sha256"), "now": digest,
                             "stage": item.get("stage") or "all"})
-    was, now = seal.get("inputs") or {}, inputs or {}
+    was, now = seal.get("inputs") or {}, inputs if inputs is not None else seal.get("inputs") or {}
     for name in sorted(set(was) | set(now)):
         if was.get(name) != now.get(name):
             changes.append({"what": "setting", "name": name, "was": name in was, "now": name in now, "stage": "all"})

@@ -21,14 +21,17 @@ description:
     flashinfer, sglang, kernel, probe). Otherwise RV(changes) names every difference and the stage it belongs to, and
     a warning says so when there was a seal (a broken seal is never passed over silently).
   - O(state=record) writes the seal for the live state (call it after every build stage ran and the probe gate
-    passed). Like an install stamp it is a cache of checks that passed, so it reports no change.
+    passed). Like an install stamp it is a cache of checks that passed, so it reports no change; a release without
+    its venv is left unsealed, with a warning.
   - C(RECORD) digests see installs, removals, up- and downgrades and reinstalls, not a hand edit inside an installed
     file; C(sglang_converge_verify=deep) and C(playbooks/audit.yml) are the full checks.
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:
   release_dir:
-    description: The staged release (C(sglang_release_dir)).
+    description:
+      - The release (C(sglang_release_dir)), or a link to one (C(<root>/current), as C(playbooks/audit.yml) reads it):
+        the release id is the name of the directory it resolves to.
     type: path
     required: true
   state:
@@ -43,8 +46,8 @@ options:
     description:
       - The inventory's build settings as C(name -> sha256 hex of the value); a setting added, removed or changed
         since the seal was recorded breaks it. Hash on the controller so that no value (a token) reaches the host.
+      - Omitted, the settings are not compared (the audit reads what the host holds, not what the inventory asks).
     type: dict
-    default: {}
   files:
     description:
       - With O(state=record), host files whose sha256 the seal keeps, as C(path -> stage) (the stage that writes the
@@ -91,7 +94,11 @@ EXAMPLES = r"""
 
 RETURN = r"""
 holds:
-  description: Whether the seal stands for the live state (O(state=check)); after O(state=record), true.
+  description: Whether the seal stands for the live state (O(state=check)); after O(state=record), whether it was sealed.
+  returned: always
+  type: bool
+found:
+  description: Whether a seal of this format was there to compare (false on a release that was never sealed).
   returned: always
   type: bool
 changes:
@@ -129,7 +136,7 @@ distributions:
 inputs:
   description:
     - The settings' digests compared (O(inputs)), for the O(state=record) call at the end of the same run - taken at
-      the check, before later stages add facts of their own.
+      the check, before later stages add facts of their own. Null when O(inputs) was omitted.
   returned: always
   type: dict
 """
@@ -148,7 +155,7 @@ def main():
             release_dir=dict(type="path", required=True),
             state=dict(type="str", choices=["check", "record"], default="check"),
             python=dict(type="path"),
-            inputs=dict(type="dict", default={}),
+            inputs=dict(type="dict"),
             files=dict(type="dict", default={}),
             facts=dict(type="dict", default={}),
             restore=dict(type="list", elements="str", default=[]),
@@ -156,12 +163,12 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    release_dir = params["release_dir"].rstrip("/")
+    release_dir = os.path.realpath(params["release_dir"])
     release = os.path.basename(release_dir)
     path = os.path.join(release_dir, seal_lib.SEAL_FILE)
     python = params["python"] or os.path.join(release_dir, "venv", "bin", "python")
-    inputs = dict((str(k), str(v)) for k, v in params["inputs"].items())
-    result = dict(changed=False, holds=False, changes=[], reasons=[], stages=[], facts={}, written=False,
+    inputs = None if params["inputs"] is None else dict((str(k), str(v)) for k, v in params["inputs"].items())
+    result = dict(changed=False, holds=False, found=False, changes=[], reasons=[], stages=[], facts={}, written=False,
                   distributions={}, inputs=inputs)
 
     records = None
@@ -177,12 +184,15 @@ def main():
             records = None
             result["reasons"] = ["the release venv cannot be read: %s" % exc]
     elif params["state"] == "record":
-        module.fail_json(msg="cannot record the seal of %s: %s does not exist" % (release_dir, python), **result)
+        # a seal only saves work: a release without its venv (a play whose stages were stood in) stays unsealed
+        module.warn("release %s is not sealed: %s does not exist" % (release, python))
+        result["reasons"] = ["no release venv: %s does not exist" % python]
+        module.exit_json(**result)
 
     if params["state"] == "record":
         files = dict(params["files"])
         files.update(seal_lib.stamp_files(os.path.join(release_dir, "venv")))
-        fresh = seal_lib.build(release, records, files, inputs, params["facts"])
+        fresh = seal_lib.build(release, records, files, inputs or {}, params["facts"])
         if not module.check_mode:
             try:
                 result["written"] = seal_lib.write(path, fresh)
@@ -192,6 +202,7 @@ def main():
         module.exit_json(**result)
 
     seal = seal_lib.load(path)
+    result["found"] = seal is not None
     if records is None:
         changes = [{"what": "seal", "name": python, "was": None, "now": "no readable release venv", "stage": "all"}]
         holds = False

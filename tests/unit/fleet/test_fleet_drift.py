@@ -69,6 +69,17 @@ def test_host_drift_sees_a_hand_installed_package_and_an_edited_unit():
     assert len(drift) == 2
 
 
+def test_each_break_of_the_live_release_seal_is_host_drift():
+    breaks = ["six 1.16.0 was installed (stage sglang)", "/usr/local/cuda-13.0/bin/nvcc changed (stage toolchain)"]
+    live = {"distributions": dict(BASE["packages"]), "unit_sha256": "e" * 64, "seal_breaks": breaks}
+    drift = host_drift("gpu-1", BASE, live)
+    assert [(d["field"], d["value"], d["expected"]) for d in drift] == [("seal", b, "as sealed") for b in breaks]
+    report = drift_report(fleet(), {"gpu-1": live})
+    assert report["drift"] is True
+    assert "host drift on gpu-1: seal is 'six 1.16.0 was installed (stage sglang)' now, manifest says 'as sealed'" \
+        in report["summary"]
+
+
 def test_host_in_sync_reports_nothing():
     live = {"distributions": dict(BASE["packages"]), "unit_sha256": "e" * 64}
     assert host_drift("gpu-1", BASE, live) == []

@@ -147,10 +147,12 @@ def test_another_release_seal_and_an_unreadable_one_never_hold(release):
     assert _seal(release)["holds"] is False
 
 
-def test_record_refuses_a_release_without_its_venv_and_check_mode_writes_nothing(release, tmp_path):
-    missing = ansible_run.module_file("sglang_release_seal", {"release_dir": str(tmp_path / "releases" / "none"),
-                                                              "state": "record"}, tmp_path)
-    assert missing["failed"] is True and "does not exist" in missing["msg"]
+def test_a_release_without_its_venv_stays_unsealed_and_check_mode_writes_nothing(release, tmp_path):
+    none = tmp_path / "releases" / "none"
+    none.mkdir()
+    missing = ansible_run.module_file("sglang_release_seal", {"release_dir": str(none), "state": "record"}, tmp_path)
+    assert missing["holds"] is False and missing["written"] is False and not missing.get("failed")
+    assert "release none is not sealed" in str(missing["warnings"]) and not (none / "seal.json").exists()
     dry = _seal(release, "record", _ansible_check_mode=True)
     assert dry["written"] is False and not (release["dir"] / "seal.json").exists()
 
@@ -183,3 +185,17 @@ def test_the_build_settings_are_hashed_on_the_controller(tmp_path):
 ])
 def test_which_stage_installs_a_distribution(name, stage):
     assert seal_lib.distribution_stage(name) == stage
+
+
+def test_the_audit_reads_it_through_the_current_link_without_the_settings(release):
+    """playbooks/audit.yml: release_dir is <root>/current (a link), no inputs: only what the host holds is compared."""
+    _seal(release, "record")
+    current = release["dir"].parent.parent / "current"
+    current.symlink_to(release["dir"])
+    audit = ansible_run.module_file("sglang_release_seal", {"release_dir": str(current), "python": sys.executable},
+                                    release["tmp"], pythonpath=[release["site"]])
+    assert audit["holds"] is True and audit["found"] is True and audit["inputs"] is None, audit["reasons"]
+    _dist(release["site"], "six", "1.16.0")
+    audit = ansible_run.module_file("sglang_release_seal", {"release_dir": str(current), "python": sys.executable},
+                                    release["tmp"], pythonpath=[release["site"]])
+    assert audit["found"] is True and audit["reasons"] == ["six 1.16.0 was installed (stage sglang)"]
