@@ -42,9 +42,9 @@ class CallbackModule(CallbackBase):
         action = (task.action or "").split(".")[-1]
         if action in READ_ONLY or os.environ.get("BAD_INPUT_BLOCK") == "0":   # "0": a rendering test on tmp files
             return
-        # venv_stamp compares; state=record writes a cache file, never in check mode (the module skips the write and
-        # every role's record task has `when: not ansible_check_mode`), so it is no host change in these --check runs
-        if action == "venv_stamp":
+        # venv_stamp and sglang_release_seal compare; state=record writes a cache file, never in check mode (the
+        # modules skip the write), so it is no host change in these --check runs
+        if action in ("venv_stamp", "sglang_release_seal"):
             return
         # sglang_model_verify changes nothing in check mode (no stamp, manifest or rename) and nothing with plan: true
         if action == "sglang_model_verify" and (task.check_mode or (task.args or {}).get("plan")):
