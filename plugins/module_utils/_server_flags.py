@@ -473,36 +473,59 @@ def parser_spec_from_actions(actions, prog=None, allow_abbrev=True):
 
 # Runs under the *service venv's* python (not Ansible's): imports the installed SGLang, builds the same
 # argparse parser that ``prepare_server_args`` builds (``ServerArgs.add_cli_args``) and prints its actions, the
-# version and the commit as JSON. argv[1] is a JSON list of module names that may be replaced by empty stand-in
-# modules when (and only when) importing them fails, e.g. ``torchvision`` on a CPU-only sandbox whose PyPI
-# torchvision needs CUDA torch; the stand-ins are reported in ``stubbed_modules``. Argument parsing never calls
-# into them (they are imported by multimodal processors at module level).
+# version and the commit as JSON. argv[1] is a JSON list of module names that may be replaced by stand-in modules
+# when (and only when) importing them fails, e.g. ``torchvision`` on a CPU-only sandbox whose PyPI torchvision needs
+# CUDA torch; the stand-ins are reported in ``stubbed_modules``. Argument parsing never calls into them (they are
+# imported by multimodal processors and image helpers at module level).
+# - They apply to ``import sglang`` as well as to the parser's module: from 2026-08 SGLang's package itself imports
+#   torchvision (sglang/__init__.py -> sglang.srt.utils.common).
+# - A stand-in is a package with a module spec, served for every submodule (torchvision.transforms.v2.functional),
+#   whose attributes are classes whose attributes are classes again (InterpolationMode.NEAREST_EXACT), version
+#   "0.0.0" (older than any release: version-gated code takes its oldest path). Probes then agree with imports:
+#   transformers 5 asks ``importlib.util.find_spec`` whether torchvision is there, and SGLang's parser module
+#   registers image processors whose transformers class needs it (AutoImageProcessor), so a module that imports
+#   but looks absent would fail the parser all the same.
 INTROSPECT_SCRIPT = r"""
-import argparse, importlib, json, os, subprocess, sys, types
+import argparse, importlib, importlib.machinery, json, os, subprocess, sys, types
 stub_names = json.loads(sys.argv[1]) if len(sys.argv) > 1 else []
 out = {"method": None, "stubbed_modules": [], "import_error": None, "actions": None}
+
+class _StubType(type):
+    def __getattr__(cls, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = _StubType(name, (), {})
+        setattr(cls, name, value)
+        return value
 
 class _Stub(types.ModuleType):
     def __getattr__(self, name):
         if name.startswith("__"):
             raise AttributeError(name)
-        value = type(name, (), {})
+        value = _StubType(name, (), {})
         setattr(self, name, value)
         return value
 
-def _install_stub(name):
-    parts = name.split(".")
-    for i in range(1, len(parts) + 1):
-        sub = ".".join(parts[:i])
-        if sub not in sys.modules:
-            mod = _Stub(sub)
-            mod.__path__ = []
-            sys.modules[sub] = mod
+class _StubFinder(object):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in out["stubbed_modules"]:
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
 
-def _import_server_args():
+    def create_module(self, spec):
+        return _Stub(spec.name)
+
+    def exec_module(self, module):
+        module.__path__ = []
+        if "." not in module.__name__:
+            module.__version__ = "0.0.0"
+
+sys.meta_path.insert(0, _StubFinder())
+
+def _import(name):
     for attempt in range(len(stub_names) + 1):
         try:
-            return importlib.import_module("sglang.srt.server_args")
+            return importlib.import_module(name)
         except Exception as exc:
             missing = getattr(exc, "name", None)
             root = (missing or "").split(".")[0]
@@ -513,14 +536,11 @@ def _import_server_args():
                 del sys.modules[key]
             for key in [k for k in list(sys.modules) if k.startswith("sglang")]:
                 del sys.modules[key]
-            _install_stub(broken[0])
-            for sub in ("transforms", "transforms.functional", "io", "ops"):
-                _install_stub(broken[0] + "." + sub)
             out["stubbed_modules"].append(broken[0])
     raise RuntimeError("unreachable")
 
 try:
-    import sglang
+    sglang = _import("sglang")
     out["version"] = getattr(sglang, "__version__", None)
     out["package_dir"] = os.path.dirname(os.path.abspath(sglang.__file__))
 except Exception as exc:
@@ -561,7 +581,7 @@ if not commit:
 out["commit"], out["commit_source"] = commit, source
 
 try:
-    sa = _import_server_args()
+    sa = _import("sglang.srt.server_args")
     parser = argparse.ArgumentParser()
     sa.ServerArgs.add_cli_args(parser)
     actions = []

@@ -13,6 +13,11 @@
 #                                     sgl-kernel-shaped TEST FIXTURE (tests/fixtures/sgl_kernel_project), so the sandbox's
 #                                     kernel build compiles in about a minute on 2 cores. The real kernel trees are
 #                                     configured (not compiled) by the kernel tests from the bundle itself.
+#   current-20260818-fixture-kernel   child of current-20260818, built the same way: the real python/, but the kernel
+#                                     tree python/sglang/kernels/aot/ replaced by the same fixture, its [project] name
+#                                     and version (and the package's __version__) set to the real tree's kernel
+#                                     (sglang-kernel 0.4.6.post1), so the installed distribution is the one the
+#                                     current tree pins and checks at start-up.
 #   main, sandbox                     aliases of original-20260307-fixture-kernel (what the sandbox inventory pins)
 # The 0.5.9 sdist route of earlier versions is gone: it tested nothing the real trees do not (it was neither pin
 # nor an ancestor of one).
@@ -44,10 +49,11 @@ OUT=${SGLANG_MIRROR_OUT:-$repo/.cache/mirror}
 BARE=$OUT/sglang.git
 start=$SECONDS
 
-# The pins: ref, tarball, upstream commit, its date (MANIFEST.md), the trees taken from the tarball.
+# The pins: ref, tarball, upstream commit, its date (MANIFEST.md), the trees taken from the tarball, where the tree
+# keeps its kernel (the fixture child replaces that directory).
 PINS=(
-  "original-20260307|sglang-2026-03-07-d28f35240a.tar.gz|d28f35240a28de1e09967975e258b3dd7e74924f|2026-03-07T15:13:25-08:00|python sgl-kernel"
-  "current-20260818|sglang-2026-08-18-d55f1c28e2.tar.gz|d55f1c28e223226575d40d4449266630eaf2a277|2026-08-18T09:10:54+08:00|python"
+  "original-20260307|sglang-2026-03-07-d28f35240a.tar.gz|d28f35240a28de1e09967975e258b3dd7e74924f|2026-03-07T15:13:25-08:00|python sgl-kernel|sgl-kernel"
+  "current-20260818|sglang-2026-08-18-d55f1c28e2.tar.gz|d55f1c28e223226575d40d4449266630eaf2a277|2026-08-18T09:10:54+08:00|python|python/sglang/kernels/aot"
 )
 SANDBOX_REF=original-20260307-fixture-kernel
 
@@ -65,7 +71,7 @@ grep -qi 'fixture' "$FIXTURE/README.md" || die "$FIXTURE/README.md must say plai
 # --- the upstream bundle -----------------------------------------------------------------------------------------
 missing=()
 for pin in "${PINS[@]}"; do
-  IFS='|' read -r _ tarball _ _ _ <<<"$pin"
+  IFS='|' read -r _ tarball _ _ _ _ <<<"$pin"
   [[ -r $UPSTREAM/$tarball ]] || missing+=("$tarball")
 done
 if ((${#missing[@]})); then
@@ -90,7 +96,7 @@ fixture_hash=$(cd "$FIXTURE" && fixture_files | while read -r f; do
 done | sha256sum | cut -d' ' -f1)
 declare -A tar_sha=()
 for pin in "${PINS[@]}"; do
-  IFS='|' read -r _ tarball _ _ _ <<<"$pin"
+  IFS='|' read -r _ tarball _ _ _ _ <<<"$pin"
   tar_sha[$tarball]=$(sha256sum "$UPSTREAM/$tarball" | cut -d' ' -f1)
 done
 inputs=$({ for t in "${!tar_sha[@]}"; do echo "$t ${tar_sha[$t]}"; done | LC_ALL=C sort
@@ -128,7 +134,7 @@ README
 
 declare -A commit_of=()
 for pin in "${PINS[@]}"; do
-  IFS='|' read -r ref tarball upstream_commit date trees <<<"$pin"
+  IFS='|' read -r ref tarball upstream_commit date trees kernel_dir <<<"$pin"
   g checkout -q --orphan "$ref"
   g read-tree --empty
   find "$src" -mindepth 1 -maxdepth 1 -not -name .git -exec rm -rf {} +
@@ -149,27 +155,52 @@ Upstream commit: $upstream_commit ($date). No upstream history: this commit's id
   commit_of[$ref]=$(g rev-parse HEAD)
   log "$ref: commit ${commit_of[$ref]} = upstream $upstream_commit ($(g ls-files | wc -l) files)"
 
-  if [[ $ref == original-20260307 ]]; then
-    # The sandbox's ref: the real python/ of this pin, the fixture as sgl-kernel/.
-    g checkout -q -b "$SANDBOX_REF"
-    g rm -rq sgl-kernel
-    rm -rf "$src/sgl-kernel"
-    mkdir -p "$src/sgl-kernel"
-    (cd "$FIXTURE" && fixture_files | tar -cf - --no-recursion -T -) | tar -xf - -C "$src/sgl-kernel" --no-same-owner
-    mirror_readme "$SANDBOX_REF" "$upstream_commit" "$tarball" "- \`python/\` is the real upstream tree at that commit, unchanged.
-- \`sgl-kernel/\` is **NOT** SGLang's sgl-kernel: it is blackwell.sglang's sgl-kernel-shaped **test fixture**
-  (tests/fixtures/sgl_kernel_project, tree sha256 $fixture_hash), a small CMake/CUDA project with sgl-kernel's build
-  backend, CMake structure and package layout that compiles one tiny CUDA kernel for sm_120a in about a minute.
-  It stands in for the real sgl-kernel/ (parent commit, ref original-20260307), whose build needs eight fetched
-  repositories and hours of nvcc. Do not use this ref for anything but testing."
-    g add -A -f .
-    GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date g commit -q --no-gpg-sign -m "sandbox: sgl-kernel/ replaced by the sgl-kernel-shaped test fixture
-
-python/ is upstream $upstream_commit unchanged; sgl-kernel/ is blackwell.sglang's test fixture
-(tests/fixtures/sgl_kernel_project, tree $fixture_hash), not SGLang's sgl-kernel."
-    commit_of[$SANDBOX_REF]=$(g rev-parse HEAD)
-    log "$SANDBOX_REF: commit ${commit_of[$SANDBOX_REF]} (sgl-kernel/ = fixture)"
+  # The fixture child: the real python/ of this pin, the fixture where this tree keeps its kernel.
+  fixture_ref=$ref-fixture-kernel
+  [[ -f $src/$kernel_dir/pyproject.toml ]] || die "$tarball has no kernel tree at sglang/$kernel_dir"
+  # the real kernel's distribution name and version ([project] of its pyproject.toml), before the tree is replaced
+  kernel_project=$(awk -F' = ' '/^\[/ {p = ($0 == "[project]")} p && $1 ~ /^(name|version)$/ {gsub(/"/, "", $2); print $1 "=" $2}' \
+    "$src/$kernel_dir/pyproject.toml")
+  kernel_name=$(sed -n 's/^name=//p' <<<"$kernel_project")
+  kernel_version=$(sed -n 's/^version=//p' <<<"$kernel_project")
+  [[ -n $kernel_name && -n $kernel_version ]] || die "$tarball: no [project] name and version in $kernel_dir/pyproject.toml"
+  g checkout -q -b "$fixture_ref"
+  g rm -rq "$kernel_dir"
+  rm -rf "${src:?}/$kernel_dir"
+  mkdir -p "$src/$kernel_dir"
+  (cd "$FIXTURE" && fixture_files | tar -cf - --no-recursion -T -) | tar -xf - -C "$src/$kernel_dir" --no-same-owner
+  fixture_name=$(sed -n 's/^name = "\(.*\)"$/\1/p' "$src/$kernel_dir/pyproject.toml")
+  fixture_version=$(sed -n 's/^version = "\(.*\)"$/\1/p' "$src/$kernel_dir/pyproject.toml")
+  renamed=""
+  if [[ $kernel_name != "$fixture_name" || $kernel_version != "$fixture_version" ]]; then
+    sed -i -e "s/^name = \"$fixture_name\"\$/name = \"$kernel_name\"/" \
+      -e "s/^version = \"$fixture_version\"\$/version = \"$kernel_version\"/" "$src/$kernel_dir/pyproject.toml"
+    sed -i "s/^__version__ = \"$fixture_version\"\$/__version__ = \"$kernel_version\"/" \
+      "$src/$kernel_dir/python/sgl_kernel/__init__.py"
+    grep -qx "name = \"$kernel_name\"" "$src/$kernel_dir/pyproject.toml" \
+      && grep -qx "version = \"$kernel_version\"" "$src/$kernel_dir/pyproject.toml" \
+      && grep -qx "__version__ = \"$kernel_version\"" "$src/$kernel_dir/python/sgl_kernel/__init__.py" \
+      || die "the fixture's name and version could not be set to $kernel_name $kernel_version"
+    renamed="
+  Its \`pyproject.toml\` [project] name and version and the package's \`__version__\` are set to the real kernel tree's
+  ($kernel_name $kernel_version instead of the fixture's $fixture_name $fixture_version): the installed distribution
+  is the one this SGLang pins and checks at start-up."
   fi
+  python_note="unchanged"
+  [[ $kernel_dir == python/* ]] && python_note="unchanged but for \`$kernel_dir/\`"
+  mirror_readme "$fixture_ref" "$upstream_commit" "$tarball" "- \`python/\` is the real upstream tree at that commit, $python_note.
+- \`$kernel_dir/\` is **NOT** SGLang's kernel tree: it is blackwell.sglang's sgl-kernel-shaped **test fixture**
+  (tests/fixtures/sgl_kernel_project, tree sha256 $fixture_hash), a small CMake/CUDA project with sgl-kernel's build
+  backend, CMake structure and package layout that compiles one tiny CUDA kernel for sm_120a in about a minute.$renamed
+  It stands in for the real \`$kernel_dir/\` (parent commit, ref $ref), whose build needs the fetched repositories
+  and hours of nvcc. Do not use this ref for anything but testing."
+  g add -A -f .
+  GIT_AUTHOR_DATE=$date GIT_COMMITTER_DATE=$date g commit -q --no-gpg-sign -m "sandbox: $kernel_dir/ replaced by the sgl-kernel-shaped test fixture
+
+python/ is upstream $upstream_commit, $kernel_dir/ is blackwell.sglang's test fixture
+(tests/fixtures/sgl_kernel_project, tree $fixture_hash, as $kernel_name $kernel_version), not SGLang's kernel."
+  commit_of[$fixture_ref]=$(g rev-parse HEAD)
+  log "$fixture_ref: commit ${commit_of[$fixture_ref]} ($kernel_dir/ = fixture, $kernel_name $kernel_version)"
 done
 g branch -f main "${commit_of[$SANDBOX_REF]}"
 g branch -f sandbox "${commit_of[$SANDBOX_REF]}"
@@ -194,6 +225,7 @@ SGLANG_MIRROR_ORIGINAL_20260307_COMMIT=${commit_of[original-20260307]}
 SGLANG_MIRROR_ORIGINAL_20260307_UPSTREAM=d28f35240a28de1e09967975e258b3dd7e74924f
 SGLANG_MIRROR_CURRENT_20260818_COMMIT=${commit_of[current-20260818]}
 SGLANG_MIRROR_CURRENT_20260818_UPSTREAM=d55f1c28e223226575d40d4449266630eaf2a277
+SGLANG_MIRROR_CURRENT_20260818_FIXTURE_KERNEL_COMMIT=${commit_of[current-20260818-fixture-kernel]}
 SGLANG_MIRROR_UPSTREAM=$UPSTREAM
 ENV
 log "published $BARE: branches ${!commit_of[*]}, main, sandbox (= $SANDBOX_REF)"

@@ -1,8 +1,11 @@
-"""site.yml on the sandbox, end to end: release layout, venv, torch untouched by the SGLang install, nvcc for
-sm_120a, the kernel wheel, the FA3 fallback, the unit, the service enabled (not started: no GPU), the manifest."""
+"""site.yml on the sandbox with the `current` stack (host_vars/bw-site-1.yml), end to end: release layout, venv, torch
+untouched by the SGLang install, the current tree's SGLang (d55f1c28e2) in the manifest, nvcc for sm_120a, the kernel
+wheel built from the current tree's kernel location (python/sglang/kernels/aot/), the FA3 fallback, the unit and its
+flags checked again against the installed parser, the service enabled (not started: no GPU), the manifest."""
 
 import json
 import re
+import shlex
 
 import pytest
 
@@ -12,6 +15,9 @@ VENV = CURRENT + "/venv"
 PY = VENV + "/bin/python"
 UNIT = "/etc/systemd/system/sglang.service"
 CUDA_ENV = "/etc/blackwell-sglang/cuda.env"
+# the current stack's SGLang (roles/sglang_stack `current`) and where that tree keeps its kernel
+UPSTREAM = "d55f1c28e223226575d40d4449266630eaf2a277"
+KERNEL_TREE = "python/sglang/kernels/aot"
 KERNEL = r"""
 #include <cstdio>
 #include <cuda_fp4.h>
@@ -58,6 +64,7 @@ def test_release_is_live_and_keyed(host, release):
     key = json.loads(host.file(release + "/release-key.json").content_string)
     assert key["id"] == release.rsplit("/", 1)[1]
     assert key["key"]["torch_version"] == "2.13.0+cpu"
+    assert key["key"]["sglang_ref"] == "current-20260818-fixture-kernel"
     assert host.file(release + "/venv/bin/python").exists
     assert host.file(release + "/src/sglang/.git").is_directory
 
@@ -69,15 +76,23 @@ def test_torch_unchanged_after_the_sglang_install(host, release):
     assert "torch==2.13.0+cpu" in host.file(state + "/constraints.txt").content_string.splitlines()
 
 
-def test_sglang_from_the_mirror_commit(host, host_vars, release, manifest, mirror_commit):
-    # the real python/ tree of the original pin; its version is the pin's setuptools-scm fallback + the upstream id
+def test_sglang_is_the_current_tree_from_the_mirror_commit(host, host_vars, release, manifest, mirror_commit):
+    # the real python/ tree of the current pin; its version is the pin's setuptools-scm fallback + the upstream id.
+    # `import sglang` needs torchvision at this pin (none in the sandbox): the distribution's metadata says it here,
+    # the parser check below imports it
     version = host_vars["sglang_source_pretend_version"]
-    assert version.endswith("+gd28f35240a")
-    assert _py(host, "import sglang; print(sglang.__version__)") == version
+    assert version == "0.0.0.dev0+g" + UPSTREAM[:10]
+    assert host_vars["sandbox_sglang_mirror_ref"] == "current-20260818-fixture-kernel"
+    assert _py(host, "import importlib.metadata as m; print(m.version('sglang'))") == version
+    url = _py(host, "import json, importlib.metadata as m; "
+                    "print(json.loads(m.distribution('sglang').read_text('direct_url.json'))['url'])")
+    assert url == "file://%s/src/sglang/python" % release
     assert manifest["sglang"]["commit"] == mirror_commit
     assert manifest["sglang"]["version"] == version
-    assert "d28f35240a28de1e09967975e258b3dd7e74924f" in host.check_output(
-        "git -C %s/src/sglang log -1 --format=%%B", release)
+    assert UPSTREAM in host.check_output("git -C %s/src/sglang log -1 --format=%%B", release)
+    # the current tree's layout: the kernel inside python/, no sgl-kernel/ at the top
+    assert host.file("%s/src/sglang/%s/CMakeLists.txt" % (release, KERNEL_TREE)).exists
+    assert not host.file(release + "/src/sglang/sgl-kernel").exists
 
 
 def test_nvcc_compiles_for_sm_120a(host):
@@ -96,16 +111,31 @@ def test_nvcc_compiles_for_sm_120a(host):
     host.run("rm -rf /tmp/site-sm120a")
 
 
-def test_kernel_wheel_installed_from_the_recorded_wheel(host, manifest):
+def test_kernel_wheel_built_from_the_current_kernel_tree(host, release, manifest):
     wheels = manifest["wheels"]
     assert len(wheels) == 1
     path, sha256 = next(iter(wheels.items()))
     assert sha256 and re.fullmatch(r"[0-9a-f]{64}", sha256)
     assert host.check_output("sha256sum %s", path).split()[0] == sha256
+    # the distribution the current tree pins (the fixture carries its name and version), not the old sgl-kernel
+    assert re.fullmatch(r"sglang_kernel-0\.4\.6\.post1-.*\.whl", path.rsplit("/", 1)[1]), path
     url = _py(host, "import json, importlib.metadata as m; "
-                    "print(json.loads(m.distribution('sgl-kernel').read_text('direct_url.json'))['url'])")
+                    "print(json.loads(m.distribution('sglang-kernel').read_text('direct_url.json'))['url'])")
     assert url == "file://" + path
-    assert manifest["packages"]["sgl-kernel"] == "0.3.21"
+    assert manifest["packages"]["sglang-kernel"] == "0.4.6.post1"
+    assert "sgl-kernel" not in manifest["packages"]
+    key = manifest["kernel"]["build_key"]
+    assert key and path.split("/")[-2] == key
+    # from python/sglang/kernels/aot/ of this release's checkout: the SM120 patches changed that tree and nothing else
+    # (the key is the patched tree's), and the installed package's files are that tree's, patched. The wheel may come
+    # from the controller's artifact cache (built by an earlier run for the same key), so no build log is asked for.
+    changed = host.check_output("git -C %s/src/sglang status --porcelain --untracked-files=no", release).splitlines()
+    assert changed and all(line[3:].startswith(KERNEL_TREE + "/") for line in changed), changed
+    tree = "%s/src/sglang/%s/python/sgl_kernel" % (release, KERNEL_TREE)
+    installed = _py(host, "import importlib.util, os; print(os.path.dirname(importlib.util.find_spec('sgl_kernel').origin))")
+    for name in ("__init__.py", "flash_attn.py"):
+        assert host.file("%s/%s" % (installed, name)).sha256sum == host.file("%s/%s" % (tree, name)).sha256sum, name
+    assert '__version__ = "0.4.6.post1"' in host.file(tree + "/__init__.py").content_string
 
 
 def test_kernel_imports_with_the_fa3_fallback(host):
@@ -126,6 +156,35 @@ def test_unit_runs_the_live_release(host, manifest):
     assert host.check_output("sha256sum %s", UNIT).split()[0] == manifest["unit"]["sha256"]
     # single node: nothing to mask, so the fleet hash is the file's own hash
     assert manifest["unit"]["fleet_sha256"] == manifest["unit"]["sha256"]
+
+
+def _unit_argv(text):
+    """The server's arguments of the unit's ExecStart (the lines after `--`)."""
+    lines = text.split("ExecStart=", 1)[1].splitlines()
+    assert lines[0].rstrip().endswith("-- \\"), lines[0]
+    argv = []
+    for line in lines[1:]:
+        argv += shlex.split(line.rstrip().rstrip("\\"))
+        if not line.rstrip().endswith("\\"):
+            return argv
+    raise AssertionError("ExecStart does not end")
+
+
+def test_unit_flags_pass_the_current_parser_again(host, ansible_host, host_vars):
+    argv = _unit_argv(host.file(UNIT).content_string)
+    flags = dict(zip(argv, argv[1:]))
+    # the current preset's service flags, as the inventory passes them
+    assert flags["--kv-cache-dtype"] == "bf16"
+    assert flags["--fp4-gemm-backend"] == "flashinfer_cutlass"
+    assert flags["--moe-runner-backend"] == "flashinfer_cutlass"
+    out = ansible_host.ansible("blackwell.sglang.sglang_server_args", json.dumps({
+        "python": PY, "args": argv, "compute_capability": "12.0",
+        "stub_modules": host_vars["sglang_service_parser_stub_modules"]}), check=False)
+    assert not out.get("failed"), out.get("msg")
+    assert out["validation"] == "parser" and out["method"] == "ServerArgs.add_cli_args"
+    assert out["version"] == host_vars["sglang_source_pretend_version"]
+    assert out["stubbed_modules"] == ["torchvision"]
+    assert "--moe-runner-backend" in out["flags"] and "flashinfer_cutlass" in out["flags"]["--fp4-gemm-backend"]["choices"]
 
 
 def test_service_enabled_not_started_without_gpu(host):

@@ -21,6 +21,8 @@ CASES = [
     ("src-venv-empty", "sglang_source", None, {"sglang_stack_venv": ""}, ["sglang_stack_venv", "absolute path, got ''"]),
     ("src-extra-req-marker", "sglang_source", None, {"sglang_source_extra_requirements": ["numpy; os_name=='posix'"]},
      ["sglang_source_extra_requirements", "no ';' markers"]),
+    ("src-build-env-key", "sglang_source", None, {"sglang_source_build_env": {"SGLANG BUILD RUST EXTS": "none"}},
+     ["sglang_source_build_env", "'SGLANG BUILD RUST EXTS' is not an environment variable name"]),
     ("fi-latest", "flashinfer", None, {"sglang_stack_flashinfer_version": "latest"}, ["sglang_stack_flashinfer_version", "'latest'"]),
     ("fi-venv-empty", "flashinfer", None, {"sglang_stack_venv": ""}, ["sglang_stack_venv", "absolute path"]),
     ("fi-protected-shell", "flashinfer", None, {"flashinfer_protected_packages": ["torch; touch /tmp/pwned"]},

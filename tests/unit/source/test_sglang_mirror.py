@@ -98,10 +98,35 @@ def test_refs_hold_the_real_trees_and_the_fixture_ref_says_so(mirror):
 
 
 @pytest.mark.slow
+def test_the_current_fixture_ref_puts_the_fixture_where_the_current_tree_keeps_its_kernel(mirror):
+    bare = mirror / "sglang.git"
+    current, fixture_ref, aot = "current-20260818", "current-20260818-fixture-kernel", "python/sglang/kernels/aot"
+    assert git(bare, "rev-parse", fixture_ref + "^") == git(bare, "rev-parse", current)
+    # only the kernel tree (and the mirror's own README) differ from the real tree
+    changed = set(git(bare, "diff", "--name-only", current, fixture_ref).splitlines())
+    assert changed and all(path.startswith(aot + "/") for path in changed - {"BLACKWELL-MIRROR.md"})
+    assert "TEST FIXTURE" in git(bare, "show", fixture_ref + ":" + aot + "/README.md")
+    # the fixture, named and versioned as the real kernel tree it replaces (SGLang pins and checks that distribution)
+    real = git(bare, "show", current + ":" + aot + "/pyproject.toml")
+    fixture = git(bare, "show", fixture_ref + ":" + aot + "/pyproject.toml")
+    for line in ('name = "sglang-kernel"', 'version = "0.4.6.post1"'):
+        assert line in real.splitlines() and line in fixture.splitlines()
+    assert "scikit_build_core" in fixture and "TEST FIXTURE" in fixture
+    assert '__version__ = "0.4.6.post1"' in git(bare, "show", fixture_ref + ":" + aot + "/python/sgl_kernel/__init__.py")
+    readme = git(bare, "show", fixture_ref + ":BLACKWELL-MIRROR.md")
+    assert "d55f1c28e223226575d40d4449266630eaf2a277" in readme and "sglang-kernel 0.4.6.post1" in readme
+    # the original's fixture ref keeps the fixture's own name
+    assert 'name = "sgl-kernel"' in git(bare, "show", "original-20260307-fixture-kernel:sgl-kernel/pyproject.toml")
+    env = (mirror / "sglang.env").read_text()
+    assert "SGLANG_MIRROR_CURRENT_20260818_FIXTURE_KERNEL_COMMIT=%s\n" % git(bare, "rev-parse", fixture_ref) in env
+
+
+@pytest.mark.slow
 def test_commit_ids_are_deterministic(mirror, tmp_path):
     again = build(tmp_path / "again", UPSTREAM, SGLANG_MIRROR_FORCE="1")
     assert again.returncode == 0, again.stderr
-    for ref in ("original-20260307", "original-20260307-fixture-kernel", "current-20260818"):
+    for ref in ("original-20260307", "original-20260307-fixture-kernel", "current-20260818",
+                "current-20260818-fixture-kernel"):
         assert git(tmp_path / "again" / "sglang.git", "rev-parse", ref) == git(mirror / "sglang.git", "rev-parse", ref)
     # unchanged inputs: nothing is rebuilt
     up_to_date = build(mirror, UPSTREAM)
