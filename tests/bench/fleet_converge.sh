@@ -5,7 +5,8 @@
 # artifact cache). Writes a Markdown table to docs/benchmarks/fleet-<date>.md with the wall time, the controller's CPU
 # seconds (ansible-playbook and the workers and ssh clients it waits for) and that CPU per host: on 2 cores the
 # containers share the CPU with the controller, so the wall ratio alone cannot show a controller-side change.
-# Goals: 4 hosts in <= 1.5x the time of 1 with exactly one kernel build; rerun <= 10% of the first converge.
+# Goals: 4 hosts in <= 1.5x the time of 1 with exactly one kernel build and one venv build; rerun <= 10% of the first
+# converge; the joining host builds neither.
 #
 #   bash tests/bench/fleet_converge.sh                   # needs `make deps image mirror` first; about an hour
 #   BENCH_HOSTS="1 4" bash tests/bench/fleet_converge.sh # the 1-vs-4 comparison alone
@@ -56,29 +57,37 @@ recap() {  # recap <label>: "ok=.. changed=.. failed=.." summed over the hosts o
 
 builds() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
   c=$((c + $(podman exec "bw-bench-$i" sh -c 'ls /var/log/blackwell-sglang/sgl-kernel-build-*.log 2>/dev/null | wc -l'))); done; echo $c; }
+# release venvs built (and archived) rather than unpacked: venv-archive.json with origin "built" (docs/fleet.md)
+venvs() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
+  c=$((c + $(podman exec "bw-bench-$i" sh -c 'grep -l "\"origin\": \"built\"" /opt/sglang/releases/*/venv-archive.json 2>/dev/null | wc -l'))); done; echo $c; }
+# release venvs built (and archived) rather than unpacked: venv-archive.json with origin "built" (docs/fleet.md)
+venvs() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
+  c=$((c + $(podman exec "bw-bench-$i" sh -c 'grep -l "\"origin\": \"built\"" /opt/sglang/releases/*/venv-archive.json 2>/dev/null | wc -l'))); done; echo $c; }
 
 cpu() { awk '{printf "%.0f", $1 + $2}' "$WORK/$1.cpu"; }              # controller CPU seconds of a run
 per_host() { awk -v c="$(cpu "$1")" -v n="$2" 'BEGIN{printf "%.1f", c / n}'; }
-row() {  # row <label> <hosts> <seconds> <builds> <goal>
-  printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$(cpu "$1")" "$(per_host "$1" "$2")" "$4" "$(recap "$1")" "$5"
+row() {  # row <label> <hosts> <seconds> <kernel builds> <venv builds> <goal>
+  printf '| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$1" "$2" "$3" "$(cpu "$1")" "$(per_host "$1" "$2")" "$4" "$5" \
+    "$(recap "$1")" "$6"
 }
 
 rows=""; t1=0
 for n in "${SIZES[@]}"; do
   rm -rf "$BLACKWELL_ARTIFACT_CACHE"   # every size builds its own wheel (and release venv) once
-  echo "== $n host(s)"; up "$n"; t=$(timed "hosts$n" "$(inventory "$n")"); b=$(builds "$n")
+  echo "== $n host(s)"; up "$n"; t=$(timed "hosts$n" "$(inventory "$n")"); b=$(builds "$n"); v=$(venvs "$n")
   if [[ $n == 1 ]]; then t1=$t; goal=""
-  else goal="<= 1.5 x $t1 = $((t1 * 3 / 2)) s: $( [ "$t" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) ($(awk -v a="$t" -v b="$t1" 'BEGIN{printf "%.2fx", a / b}')); 1 build: $( [ "$b" -eq 1 ] && echo met || echo missed )"; fi
-  rows+=$(row "hosts$n" "$n" "$t" "$b" "$goal")$'\n'
+  else goal="<= 1.5 x $t1 = $((t1 * 3 / 2)) s: $( [ "$t" -le $((t1 * 3 / 2)) ] && echo met || echo missed ) ($(awk -v a="$t" -v b="$t1" 'BEGIN{printf "%.2fx", a / b}')); 1 kernel and 1 venv build: $( [ "$b" -eq 1 ] && [ "$v" -eq 1 ] && echo met || echo missed )"; fi
+  rows+=$(row "hosts$n" "$n" "$t" "$b" "$v" "$goal")$'\n'
   last=$n; tlast=$t
   [[ $n == "${SIZES[-1]}" ]] || down "$n"
 done
 echo "== $last hosts, rerun"; tr=$(timed rerun "$WORK/inv-$last.yml")
-rows+=$(row rerun "$last" "$tr" - "<= 10% of $tlast = $((tlast / 10)) s: $( [ "$tr" -le $((tlast / 10)) ] && echo met || echo missed )")$'\n'
+rows+=$(row rerun "$last" "$tr" - - "<= 10% of $tlast = $((tlast / 10)) s: $( [ "$tr" -le $((tlast / 10)) ] && echo met || echo missed )")$'\n'
 # a host that joins later: the inventory grows by one, only the new host is converged (--limit), from the cache
 j=$((last + 1))
 echo "== host $j joins (--limit bench-$j)"; up "$j" "$j"; tj=$(timed join "$(inventory "$j")" --limit "bench-$j"); bj=$(builds "$j" "$j")
-rows+=$(row join 1 "$tj" "$bj" "0 builds: $( [ "$bj" -eq 0 ] && echo met || echo missed )")$'\n'
+vj=$(venvs "$j" "$j")
+rows+=$(row join 1 "$tj" "$bj" "$vj" "0 builds: $( [ "$bj" -eq 0 ] && [ "$vj" -eq 0 ] && echo met || echo missed )")$'\n'
 down "$j"
 
 cat > "$OUT" <<MD
@@ -90,8 +99,8 @@ Playbook: playbooks/rollout.yml on fresh sandbox containers (pip CUDA wheels, wh
 shared pip cache warm. Image $IMAGE. Connection: $CONNECTION. Load average at the end: $(uptime | sed -E 's/.*load average: //').
 Script: tests/bench/fleet_converge.sh.
 
-| run | hosts | wall time (s) | controller CPU (s) | controller CPU per host (s) | kernel builds | tasks (all plays, all hosts) | goal |
-|---|---|---|---|---|---|---|---|
+| run | hosts | wall time (s) | controller CPU (s) | controller CPU per host (s) | kernel builds | venv builds | tasks (all plays, all hosts) | goal |
+|---|---|---|---|---|---|---|---|---|
 $rows
 MD
 cat "$OUT"

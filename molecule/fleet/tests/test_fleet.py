@@ -31,6 +31,38 @@ def test_same_kernel_wheel_everywhere():
     assert len(set(digests.values())) == 1 and all(len(d.split()) == 1 for d in digests.values()), digests
 
 
+def _venv_origins(release):
+    """{host: the venv-archive.json of ``release`` on that host}: the archive's manifest, which the host that built and
+    archived the release venv leaves with origin "built" and each host that unpacked it with origin "unpacked"."""
+    found = {}
+    for name, h in FLEET.items():
+        marker = h.file("/opt/sglang/releases/%s/venv-archive.json" % release)
+        if h.file("/opt/sglang/releases/%s" % release).is_directory:
+            assert marker.is_file, (name, release)
+            found[name] = json.loads(marker.content_string)
+    return found
+
+
+def test_each_release_venv_was_built_on_one_host_and_unpacked_on_the_others():
+    releases = {r for h in FLEET.values() for r in h.check_output("ls /opt/sglang/releases").split()}
+    assert len(releases) == 2, releases                    # the first rollout's and the faulty one's
+    for release in sorted(releases):
+        origins = _venv_origins(release)
+        assert sorted(origins) == sorted(FLEET), (release, sorted(origins))    # staged on every host
+        built = sorted(name for name, m in origins.items() if m["origin"] == "built")
+        assert built == ["fleet-1"], (release, {n: m["origin"] for n, m in origins.items()})
+        assert {m["built_on"] for m in origins.values()} == {"bw-fleet-1"}
+        assert len({m["archive"]["sha256"] for m in origins.values()}) == 1
+        venv = "/opt/sglang/releases/%s/venv" % release
+        # tar kept the builder's file times: pip and venv creation ran on fleet-1 only (a host that installed its own
+        # venv would have its own times)
+        stamped = "%s/pyvenv.cfg %s/blackwell-sglang/sglang_source/stamp.json" % (venv, venv)
+        times = {name: h.check_output("stat -c %%Y %s" % stamped) for name, h in FLEET.items()}
+        assert len(set(times.values())) == 1, (release, times)
+        for name in ("fleet-2", "fleet-3"):
+            assert FLEET[name].run("%s/bin/python -c 'import torch, sglang'" % venv).rc == 0, (release, name)
+
+
 def _new_release():
     """The faulty rollout's release: the canary took it, and rollback.yml made it the canary's `previous`."""
     return _link(FLEET["fleet-1"], "/opt/sglang/previous")
