@@ -193,6 +193,24 @@ def test_service_enabled_not_started_without_gpu(host):
     assert not svc.is_running
 
 
+def test_the_release_is_sealed_with_the_stages_facts_and_no_secret(host, release, manifest, host_vars):
+    """The seal written by the side effect's repair run (docs/release.md "The release seal"): this release, every
+    distribution of its venv, the toolchain's and the probe's files, the build stages' facts; values of the settings
+    never reach the file (the API key is not even a build setting, and must not appear either)."""
+    f = host.file(release + "/seal.json")
+    assert f.exists and f.user == "root" and f.mode == 0o644
+    seal = json.loads(f.content_string)
+    assert seal["kind"] == "blackwell.sglang/release-seal" and seal["release"] == release.rsplit("/", 1)[1]
+    assert seal["distributions"]["flashinfer-python"]["version"] == manifest["packages"]["flashinfer-python"]
+    assert set(seal["distributions"]) == set(manifest["packages"])
+    stages = {item["stage"] for item in seal["files"].values()}
+    assert {"toolchain", "probe", "release"} <= stages, seal["files"]
+    assert seal["facts"]["sglang_stack_sglang_commit"] == manifest["sglang"]["commit"]
+    assert all(re.fullmatch("[0-9a-f]{64}", digest) for digest in seal["inputs"].values())
+    assert "sglang_stack_preset" in seal["inputs"]
+    assert host_vars.get("sglang_service_api_key", "sandbox-api-key") not in f.content_string
+
+
 def test_no_previous_release_after_a_first_converge(host):
     # Only one converge's inputs: nothing was switched away from.
     assert not host.file(ROOT + "/previous").exists
