@@ -30,8 +30,8 @@ author:
 options:
   release_dir:
     description:
-      - The release (C(sglang_release_dir)), or a link to one (C(<root>/current), as C(playbooks/audit.yml) reads it):
-        the release id is the name of the directory it resolves to.
+      - The release (C(sglang_release_dir)), or a link to one (C(<root>/current), as C(playbooks/audit.yml) reads it).
+        The release id is the name of the directory it resolves to.
     type: path
     required: true
   state:

@@ -60,9 +60,6 @@ builds() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
 # release venvs built (and archived) rather than unpacked: venv-archive.json with origin "built" (docs/fleet.md)
 venvs() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
   c=$((c + $(podman exec "bw-bench-$i" sh -c 'grep -l "\"origin\": \"built\"" /opt/sglang/releases/*/venv-archive.json 2>/dev/null | wc -l'))); done; echo $c; }
-# release venvs built (and archived) rather than unpacked: venv-archive.json with origin "built" (docs/fleet.md)
-venvs() { local n=$1 c=0; for i in $(seq "${2:-1}" "$n"); do
-  c=$((c + $(podman exec "bw-bench-$i" sh -c 'grep -l "\"origin\": \"built\"" /opt/sglang/releases/*/venv-archive.json 2>/dev/null | wc -l'))); done; echo $c; }
 
 cpu() { awk '{printf "%.0f", $1 + $2}' "$WORK/$1.cpu"; }              # controller CPU seconds of a run
 per_host() { awk -v c="$(cpu "$1")" -v n="$2" 'BEGIN{printf "%.1f", c / n}'; }

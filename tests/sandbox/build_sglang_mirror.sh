@@ -177,10 +177,11 @@ Upstream commit: $upstream_commit ($date). No upstream history: this commit's id
       -e "s/^version = \"$fixture_version\"\$/version = \"$kernel_version\"/" "$src/$kernel_dir/pyproject.toml"
     sed -i "s/^__version__ = \"$fixture_version\"\$/__version__ = \"$kernel_version\"/" \
       "$src/$kernel_dir/python/sgl_kernel/__init__.py"
-    grep -qx "name = \"$kernel_name\"" "$src/$kernel_dir/pyproject.toml" \
-      && grep -qx "version = \"$kernel_version\"" "$src/$kernel_dir/pyproject.toml" \
-      && grep -qx "__version__ = \"$kernel_version\"" "$src/$kernel_dir/python/sgl_kernel/__init__.py" \
-      || die "the fixture's name and version could not be set to $kernel_name $kernel_version"
+    if ! { grep -qx "name = \"$kernel_name\"" "$src/$kernel_dir/pyproject.toml" \
+           && grep -qx "version = \"$kernel_version\"" "$src/$kernel_dir/pyproject.toml" \
+           && grep -qx "__version__ = \"$kernel_version\"" "$src/$kernel_dir/python/sgl_kernel/__init__.py"; }; then
+      die "the fixture's name and version could not be set to $kernel_name $kernel_version"
+    fi
     renamed="
   Its \`pyproject.toml\` [project] name and version and the package's \`__version__\` are set to the real kernel tree's
   ($kernel_name $kernel_version instead of the fixture's $fixture_name $fixture_version): the installed distribution
