@@ -13,26 +13,12 @@ import sys
 import pytest
 
 import ansible_run
+from _dist_info import dist as _dist, remove as _remove
 from ansible_collections.blackwell.sglang.plugins.module_utils import _release_seal as seal_lib
 
 FACTS = {"sglang_stack_sglang_commit": "d28f35240a28de1e09967975e258b3dd7e74924f",
          "sglang_stack_probe_result": {"skipped": True}, "fp4_probe_passed": True}
 INPUTS = {"sglang_source_extra_requirements": "a" * 64, "sglang_stack_preset": "b" * 64}
-
-
-def _dist(site, name, version, files=("pkg.py",)):
-    info = site / ("%s-%s.dist-info" % (name.replace("-", "_"), version))
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: %s\nVersion: %s\n" % (name, version))
-    record = [info.name + "/METADATA,,", info.name + "/RECORD,,"] + ["%s/%s,sha256=x,0" % (name, f) for f in files]
-    (info / "RECORD").write_text("\n".join(record) + "\n")
-    return info
-
-
-def _remove(info):
-    for child in info.iterdir():
-        child.unlink()
-    info.rmdir()
 
 
 @pytest.fixture(name="release")

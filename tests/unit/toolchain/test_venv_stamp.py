@@ -14,25 +14,8 @@ import sys
 import pytest
 
 import ansible_run
+from _dist_info import dist as _dist, remove as _remove
 from ansible_collections.blackwell.sglang.plugins.module_utils import _venv_state as vs
-
-
-def _dist(site, name, version, requires=(), files=("pkg.py",)):
-    info = site / ("%s-%s.dist-info" % (name.replace("-", "_"), version))
-    info.mkdir(parents=True)
-    meta = ["Metadata-Version: 2.1", "Name: %s" % name, "Version: %s" % version]
-    meta += ["Requires-Dist: %s" % req for req in requires]
-    (info / "METADATA").write_text("\n".join(meta) + "\n")
-    record = [info.name + "/METADATA,,", info.name + "/RECORD,,"]
-    record += ["%s/%s,sha256=%s,0" % (name, rel, version) for rel in files]
-    (info / "RECORD").write_text("\n".join(record) + "\n")
-    return info
-
-
-def _remove(info):
-    for child in info.iterdir():
-        child.unlink()
-    info.rmdir()
 
 
 @pytest.fixture(name="site")
