@@ -185,3 +185,21 @@ def test_the_audit_reads_it_through_the_current_link_without_the_settings(releas
     audit = ansible_run.module_file("sglang_release_seal", {"release_dir": str(current), "python": sys.executable},
                                     release["tmp"], pythonpath=[release["site"]])
     assert audit["found"] is True and audit["reasons"] == ["six 1.16.0 was installed (stage sglang)"]
+
+
+def test_values_that_change_while_nothing_else_does_are_no_settings(tmp_path):
+    """The preflight's GPU memory in use, the MemAvailable-sized service arguments, the service environment and a
+    pending reboot change between two unchanged converges: none of them may break the seal."""
+    inventory = tmp_path / "hosts.yml"
+    inventory.write_text(json.dumps({"all": {"hosts": {"localhost": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "sglang_stack_gpus": [{"memory_used_mib": 1}], "sglang_stack_service_args": ["--mem-fraction-static", "0.8"],
+        "sglang_stack_service_env": {"TRITON_PTXAS_PATH": "/x"}, "sglang_stack_reboot_required": True,
+        "sglang_stack_gpu_identity": [{"uuid": "GPU-1", "compute_cap": "12.0"}]}}}}))
+    out = tmp_path / "inputs.json"
+    res = ansible_run.play(tmp_path, hosts="localhost", tasks=[
+        {"ansible.builtin.include_vars": {"file": os.path.join(ansible_run.ROOT, "roles/sglang_converge/vars/main.yml")}},
+        {"ansible.builtin.copy": {"content": "{{ __sglang_converge_seal_inputs | to_json }}", "dest": str(out)}},
+    ], inventory=str(inventory))
+    assert res.ok, res.out[-3000:]
+    assert sorted(json.loads(out.read_text())) == ["sglang_stack_gpu_identity"]
