@@ -46,13 +46,14 @@ def test_host_facts_finds_the_nccl_config_files_of_the_service(host, ansible_hos
     assert host.run("printf '%s' '" + keys + "' > /etc/nccl.conf && printf 'NCCL_P2P_LEVEL=SYS\\n' > "
                     "/tmp/s03.conf").rc == 0
     try:
-        found = ansible_host.ansible("blackwell.sglang.host_facts", "nccl_conf={'user': 'root'}", check=False)
+        # a mapping argument goes in as JSON (key=value would hand the module a string)
+        found = ansible_host.ansible("blackwell.sglang.host_facts", '{"nccl_conf": {"user": "root"}}', check=False)
         conf = found["nccl_conf"]
         assert conf["home"] == "/root" and conf["searched"] == ["/root/.nccl.conf", "/etc/nccl.conf"]
         assert conf["files"] == [{"path": "/etc/nccl.conf", "found_by": "system", "keys": {
             "NCCL_IB_USE_INLINE": "1", "NCCL_IB_PREPOST_RECEIVE_WORK_REQUESTS": "1"}}]
         pointed = ansible_host.ansible(
-            "blackwell.sglang.host_facts", "nccl_conf={'user': 'root', 'conf_file': '/tmp/s03.conf'}",
+            "blackwell.sglang.host_facts", '{"nccl_conf": {"user": "root", "conf_file": "/tmp/s03.conf"}}',
             check=False)["nccl_conf"]
         assert [(f["path"], f["found_by"]) for f in pointed["files"]] == [
             ("/tmp/s03.conf", "NCCL_CONF_FILE"), ("/etc/nccl.conf", "system")]
