@@ -143,24 +143,31 @@ def test_a_release_without_its_venv_stays_unsealed_and_check_mode_writes_nothing
     assert dry["written"] is False and not (release["dir"] / "seal.json").exists()
 
 
-def test_the_build_settings_are_hashed_on_the_controller(tmp_path):
-    """roles/sglang_converge/vars/main.yml: the inventory's build settings by name, each a sha256; values that look
-    like secrets never appear; the seal's own facts and the shared install's arguments are no settings."""
+def _settings(tmp_path, host_vars):
+    """__sglang_converge_seal_inputs of roles/sglang_converge/vars/main.yml for a localhost with ``host_vars``:
+    (the play's Result, the JSON text the controller computed)."""
     inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
-        "sglang_source_extra_requirements": ["private-pkg @ https://user:tok-9f8e7d@example.invalid/p.whl"],
-        "sglang_stack_preset": "current", "sglang_stack_sglang_commit": "abc", "sglang_service_port": 30000}}}}))
+    inventory.write_text(json.dumps({"all": {"hosts": {"localhost": dict(
+        host_vars, ansible_connection="local", ansible_python_interpreter=sys.executable)}}}))
     out = tmp_path / "inputs.json"
     res = ansible_run.play(tmp_path, hosts="localhost", tasks=[
         {"ansible.builtin.include_vars": {"file": os.path.join(ansible_run.ROOT, "roles/sglang_converge/vars/main.yml")}},
         {"ansible.builtin.copy": {"content": "{{ __sglang_converge_seal_inputs | to_json }}", "dest": str(out)}},
     ], inventory=str(inventory))
     assert res.ok, res.out[-3000:]
-    inputs = json.loads(out.read_text())
+    return res, out.read_text()
+
+
+def test_the_build_settings_are_hashed_on_the_controller(tmp_path):
+    """roles/sglang_converge/vars/main.yml: the inventory's build settings by name, each a sha256; values that look
+    like secrets never appear; the seal's own facts and the shared install's arguments are no settings."""
+    res, text = _settings(tmp_path, {
+        "sglang_source_extra_requirements": ["private-pkg @ https://user:tok-9f8e7d@example.invalid/p.whl"],
+        "sglang_stack_preset": "current", "sglang_stack_sglang_commit": "abc", "sglang_service_port": 30000})
+    inputs = json.loads(text)
     assert sorted(inputs) == ["sglang_source_extra_requirements", "sglang_stack_preset"]
     assert all(len(v) == 64 and int(v, 16) >= 0 for v in inputs.values())
-    assert "tok-9f8e7d" not in out.read_text() and "tok-9f8e7d" not in res.out
+    assert "tok-9f8e7d" not in text and "tok-9f8e7d" not in res.out
 
 
 @pytest.mark.parametrize("name, stage", [
@@ -190,16 +197,8 @@ def test_the_audit_reads_it_through_the_current_link_without_the_settings(releas
 def test_values_that_change_while_nothing_else_does_are_no_settings(tmp_path):
     """The preflight's GPU memory in use, the MemAvailable-sized service arguments, the service environment and a
     pending reboot change between two unchanged converges: none of them may break the seal."""
-    inventory = tmp_path / "hosts.yml"
-    inventory.write_text(json.dumps({"all": {"hosts": {"localhost": {
-        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+    _res, text = _settings(tmp_path, {
         "sglang_stack_gpus": [{"memory_used_mib": 1}], "sglang_stack_service_args": ["--mem-fraction-static", "0.8"],
         "sglang_stack_service_env": {"TRITON_PTXAS_PATH": "/x"}, "sglang_stack_reboot_required": True,
-        "sglang_stack_gpu_identity": [{"uuid": "GPU-1", "compute_cap": "12.0"}]}}}}))
-    out = tmp_path / "inputs.json"
-    res = ansible_run.play(tmp_path, hosts="localhost", tasks=[
-        {"ansible.builtin.include_vars": {"file": os.path.join(ansible_run.ROOT, "roles/sglang_converge/vars/main.yml")}},
-        {"ansible.builtin.copy": {"content": "{{ __sglang_converge_seal_inputs | to_json }}", "dest": str(out)}},
-    ], inventory=str(inventory))
-    assert res.ok, res.out[-3000:]
-    assert sorted(json.loads(out.read_text())) == ["sglang_stack_gpu_identity"]
+        "sglang_stack_gpu_identity": [{"uuid": "GPU-1", "compute_cap": "12.0"}]})
+    assert sorted(json.loads(text)) == ["sglang_stack_gpu_identity"]
