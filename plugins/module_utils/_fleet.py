@@ -93,6 +93,19 @@ def _model_of(manifest, where="manifest.json"):
                                               "recorded the model)" % where)}
 
 
+SERVICE_FLAGS = ("kv_cache_dtype", "fp4_gemm_backend", "moe_runner_backend")
+
+
+def _service_of(manifest):
+    """The stack-decided service flags a manifest recorded (``service``: the KV-cache dtype and the FP4 backends as
+    the unit rendered them): ``{name: str or None}`` for each of SERVICE_FLAGS, None when not recorded (a manifest
+    written before they were, or a flag the unit did not render)."""
+    service = manifest.get("service") if isinstance(manifest, dict) else None
+    service = service if isinstance(service, dict) else {}
+    return dict((key, service[key] if isinstance(service.get(key), str) and service[key] else None)
+                for key in SERVICE_FLAGS)
+
+
 def read_manifest(content, path="manifest.json", error=None, encoded=True):
     """Parse a release manifest as read from a host; never raises.
 
@@ -102,14 +115,15 @@ def read_manifest(content, path="manifest.json", error=None, encoded=True):
     :param error: why the file could not be read (``slurp``'s message), used when ``content`` is None.
     :returns: ``{"manifest": dict ({} when unusable), "problem": str or None, "model": {"recorded": bool, "path",
         "revision", "manifest_digest", "source", "repository" (str or None), "service_env" (dict or None: not
-        recorded), "problem" (str or None: why no model is recorded)}}``. A problem names the file and, for bytes
-        that are not UTF-8, the byte offset.
+        recorded), "problem" (str or None: why no model is recorded)}, "service": {"kv_cache_dtype",
+        "fp4_gemm_backend", "moe_runner_backend" (str or None: not recorded)}}``. A problem names the file and, for
+        bytes that are not UTF-8, the byte offset.
     """
     def out(manifest, problem):
         model = _model_of(manifest, path)
         if problem:
             model["problem"] = problem
-        return {"manifest": manifest, "problem": problem, "model": model}
+        return {"manifest": manifest, "problem": problem, "model": model, "service": _service_of(manifest)}
 
     if content is None:
         return out({}, "%s cannot be read: %s" % (path, error or "no such file"))

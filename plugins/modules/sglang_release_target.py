@@ -20,8 +20,10 @@ description:
   - Refuses, naming the variable to set, a target or marker name that is not one release-directory name, no target
     release, a target that carries the failed-rollout marker O(failed_marker) (unless O(allow_failed)), and a target
     whose C(manifest.json) records no model (unless O(unrecorded_model=configured)).
-  - Returns the release rolled back from, the one returned to and the model its manifest recorded
-    (C(module_utils/_fleet.read_manifest)). Changes nothing; the role moves the links.
+  - Returns the release rolled back from, the one returned to, the model its manifest recorded and the service flags
+    the stack decided for it (KV-cache dtype, FP4 backends; C(module_utils/_fleet.read_manifest)): a rollback across
+    a stack change serves the old release with its own flags, not the new stack's. Changes nothing; the role moves
+    the links.
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:
@@ -99,15 +101,23 @@ model:
     C(source), C(repository), C(service_env), C(problem)).
   returned: with O(move=rollback)
   type: dict
+service:
+  description:
+    - The service flags the release returned to recorded (C(kv_cache_dtype), C(fp4_gemm_backend),
+      C(moe_runner_backend)); each null when not recorded (an older manifest, or a flag the unit did not render).
+  returned: with O(move=rollback)
+  type: dict
+  sample: {kv_cache_dtype: bf16, fp4_gemm_backend: flashinfer_cudnn, moe_runner_backend: flashinfer_cutlass}
 marker:
   description: Whether the release moved to carries the failed-rollout marker (moved to with O(allow_failed)).
   returned: success
   type: bool
 served_with:
   description:
-    - One line for the operator naming the model the release returned to is served with, for example
-      C(release 20261203T101500Z-ab12 recorded model /srv/models/m (revision <sha>, manifest digest <sha256>); it is
-      served with it).
+    - One line for the operator naming the model and the service flags the release returned to is served with, for
+      example C(release 20261203T101500Z-ab12 recorded model /srv/models/m (revision <sha>, manifest digest
+      <sha256>\); it is served with it; with the service flags it recorded: --fp4-gemm-backend flashinfer_cudnn,
+      --kv-cache-dtype bf16, --moe-runner-backend flashinfer_cutlass).
   returned: with O(move=rollback)
   type: str
 """
@@ -222,7 +232,8 @@ def main():
 
     manifest_path = os.path.join(target, "manifest.json")
     raw, error = _read(manifest_path)
-    model = _fleet.read_manifest(raw, path=manifest_path, error=error, encoded=False)["model"]
+    read = _fleet.read_manifest(raw, path=manifest_path, error=error, encoded=False)
+    model, service = read["model"], read["service"]
     if not model["recorded"] and p["unrecorded_model"] != "configured":
         module.fail_json(msg="refusing to roll %s back to release %s: the model it served is not known (%s), and starting "
                              "it with the model configured now (%s) may start it on another release's model. Nothing was "
@@ -239,8 +250,11 @@ def main():
         served_with = "release %s: %s; served with the configured model %s (sglang_release_rollback_unrecorded_model=" \
                       "configured)" % (release, model["problem"], p["configured_model"] or "(none)")
         module.warn(served_with)
+    flags = ["--%s %s" % (key.replace("_", "-"), value) for key, value in sorted(service.items()) if value]
+    served_with += ("; with the service flags it recorded: %s" % ", ".join(flags)) if flags else \
+        "; it recorded no KV-cache dtype or FP4 backend flags: the configured ones are rendered"
     module.exit_json(changed=False, served_with=served_with,
-                     **{"from": came_from, "to": target, "model": model, "marker": marker})
+                     **{"from": came_from, "to": target, "model": model, "service": service, "marker": marker})
 
 
 if __name__ == "__main__":

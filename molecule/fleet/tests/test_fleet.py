@@ -1,5 +1,6 @@
-"""State of the three fleet hosts after: rollout, idempotent rerun, a faulty release with a new model (M2), a hand-made
-drift, an audit, and rollback.yml on the canary with M2 still configured."""
+"""State of the three fleet hosts after: rollout of the original stack, idempotent rerun, a faulty stack switch to the
+current stack with a new model (M2), a hand-made drift, an audit, and rollback.yml on the canary with the current
+stack and M2 still configured."""
 
 import json
 import os
@@ -12,23 +13,28 @@ FLEET = {name: testinfra.get_host("podman://bw-%s" % name) for name in ("fleet-1
 M1 = "/srv/models/tiny-nvfp4"        # the sandbox inventory's model: the first release's
 M2 = "/srv/models/tiny-nvfp4-b"      # the faulty release's (side_effect.yml, -e sglang_stack_model_path)
 UNIT = "/etc/systemd/system/sglang.service"
+# the stack switch's SGLang ref in the sandbox mirror (inventories/sandbox_current) and the kernel it pins
+CURRENT_REF = "current-20260818-fixture-kernel"
+CURRENT_KERNEL = ("sglang-kernel", "0.4.6.post1")
 
 
 def _link(host, path):
     return host.check_output("readlink -f %s" % path)
 
 
-def test_exactly_one_kernel_build_in_the_fleet():
-    # a build writes /var/log/blackwell-sglang/sgl-kernel-build-<key>.log; installing a distributed wheel does not
-    builds = {name: int(h.check_output("ls /var/log/blackwell-sglang/sgl-kernel-build-*.log 2>/dev/null | wc -l"))
-              for name, h in FLEET.items()}
-    assert sum(builds.values()) == 1, builds
+def test_exactly_one_kernel_build_per_stack_in_the_fleet():
+    # a build writes /var/log/blackwell-sglang/sgl-kernel-build-<key>.log; installing a distributed wheel does not.
+    # Two stacks, two kernel trees (sgl-kernel/ and python/sglang/kernels/aot/), two keys: each built once.
+    logs = [log for h in FLEET.values()
+            for log in h.check_output("ls /var/log/blackwell-sglang/ | grep '^sgl-kernel-build-' || true").split()]
+    assert len(logs) == 2 and len(set(logs)) == 2, logs
 
 
-def test_same_kernel_wheel_everywhere():
+def test_same_kernel_wheels_everywhere():
+    # both stacks were staged on every host (the rollout stages before it switches any): the same two wheels
     digests = {name: h.check_output("sha256sum /opt/sglang/wheels/sgl-kernel/*/*.whl | cut -d' ' -f1 | sort -u")
                for name, h in FLEET.items()}
-    assert len(set(digests.values())) == 1 and all(len(d.split()) == 1 for d in digests.values()), digests
+    assert len(set(digests.values())) == 1 and all(len(d.split()) == 2 for d in digests.values()), digests
 
 
 def _venv_origins(release):
@@ -45,7 +51,7 @@ def _venv_origins(release):
 
 def test_each_release_venv_was_built_on_one_host_and_unpacked_on_the_others():
     releases = {r for h in FLEET.values() for r in h.check_output("ls /opt/sglang/releases").split()}
-    assert len(releases) == 2, releases                    # the first rollout's and the faulty one's
+    assert len(releases) == 2, releases                    # the original stack's and the current stack's
     for release in sorted(releases):
         origins = _venv_origins(release)
         assert sorted(origins) == sorted(FLEET), (release, sorted(origins))    # staged on every host
@@ -59,8 +65,11 @@ def test_each_release_venv_was_built_on_one_host_and_unpacked_on_the_others():
         stamped = "%s/pyvenv.cfg %s/blackwell-sglang/sglang_source/stamp.json" % (venv, venv)
         times = {name: h.check_output("stat -c %%Y %s" % stamped) for name, h in FLEET.items()}
         assert len(set(times.values())) == 1, (release, times)
+        # torch and the compiled kernel import, SGLang is installed (`import sglang` of the current tree imports
+        # torchvision, which the sandbox cannot install: inventories/sandbox_current says why)
+        check = "import torch, sgl_kernel; from importlib.metadata import version; print(version('sglang'))"
         for name in ("fleet-2", "fleet-3"):
-            assert FLEET[name].run("%s/bin/python -c 'import torch, sglang'" % venv).rc == 0, (release, name)
+            assert FLEET[name].run('%s/bin/python -c "%s"' % (venv, check)).rc == 0, (release, name)
 
 
 def _new_release():
@@ -68,12 +77,45 @@ def _new_release():
     return _link(FLEET["fleet-1"], "/opt/sglang/previous")
 
 
-def _model_path(host):
-    """The --model-path of the unit the service role rendered (one flag per continuation line)."""
+def _flag(host, flag):
+    """One flag's value in the unit the service role rendered (one flag per continuation line); None when absent."""
     lines = host.file(UNIT).content_string.splitlines()
-    found = [ln.split(None, 1)[1].rstrip(" \\").strip('"') for ln in lines if ln.strip().startswith("--model-path ")]
-    assert len(found) == 1, lines
-    return found[0]
+    found = [ln.split(None, 1)[1].rstrip(" \\").strip('"') for ln in lines if ln.strip().startswith(flag + " ")]
+    assert len(found) <= 1, lines
+    return found[0] if found else None
+
+
+def _model_path(host):
+    found = _flag(host, "--model-path")
+    assert found, host.file(UNIT).content_string
+    return found
+
+
+def _manifest(host, release="/opt/sglang/current"):
+    return json.loads(host.file(release + "/manifest.json").content_string)
+
+
+def test_the_canary_ran_the_current_stack():
+    h = FLEET["fleet-1"]
+    new = _manifest(h, _new_release())
+    mirror = h.check_output("git --git-dir /srv/mirror/sglang.git rev-parse %s^{commit}" % CURRENT_REF)
+    assert new["sglang"]["commit"] == mirror, new["sglang"]
+    assert new["packages"].get(CURRENT_KERNEL[0]) == CURRENT_KERNEL[1] and "sgl-kernel" not in new["packages"]
+    old = _manifest(h)
+    assert old["sglang"]["commit"] != mirror and "sgl-kernel" in old["packages"], old["sglang"]
+    # the two stacks render different FP4 GEMM backends here (the current preset pins flashinfer_cutlass; the
+    # original stack has no pin and no probe result, so the fallback): what makes the flag restore below visible
+    assert new["service"]["fp4_gemm_backend"] == "flashinfer_cutlass", new["service"]
+    assert old["service"]["fp4_gemm_backend"] not in ("", "flashinfer_cutlass"), old["service"]
+
+
+@pytest.mark.parametrize("name", sorted(FLEET))
+def test_each_unit_renders_the_service_flags_its_live_release_recorded(name):
+    # fleet-1: rollback.yml and fleet-2: the rollout's rescue, each with the current stack (and its flags) configured
+    h = FLEET[name]
+    service = _manifest(h)["service"]
+    for key in ("kv_cache_dtype", "fp4_gemm_backend", "moe_runner_backend"):
+        assert (_flag(h, "--" + key.replace("_", "-")) or "") == service[key], (key, service)
 
 
 def test_canary_took_the_new_release_and_was_rolled_back_by_hand():
@@ -133,6 +175,9 @@ def test_audit_reports_the_release_drift_and_the_hand_installed_package():
     hosts = {(d["host"], d["field"]) for d in report["hosts"]}
     assert ("bw-fleet-1", "release id") in fleet          # the canary runs another release than the majority
     assert ("bw-fleet-3", "package six") in hosts         # pip install behind Ansible's back
+    # fleet-2's automatic rollback rendered the unit its release recorded, byte for byte, with the current stack
+    # configured
+    assert ("bw-fleet-2", "unit sha256") not in hosts, report["hosts"]
     # (the audit ran before fleet-1's rollback) every unit serves the model its live release recorded: fleet-2 was
     # rolled back onto release 1 with release 1's model, not with M2
     for name in ("bw-fleet-1", "bw-fleet-2", "bw-fleet-3"):

@@ -43,10 +43,18 @@ MODELS = {
 }
 
 
+# the stack-decided service flags each release's unit rendered (A: none recorded, as in a manifest written before the
+# manifest recorded them; B: the three)
+SERVICE = {"A": None, "B": {"kv_cache_dtype": "bf16", "fp4_gemm_backend": "flashinfer_cutlass",
+                            "moe_runner_backend": ""}}
+
+
 def _manifest(root, rel, model):
     """releases/<rel>/manifest.json as sglang_release writes it (the parts a rollback reads)."""
-    (root / "releases" / rel / "manifest.json").write_text(json.dumps(
-        {"schema": 1, "release": {"id": rel, "dir": str(root / "releases" / rel)}, "model": model}, indent=2))
+    manifest = {"schema": 1, "release": {"id": rel, "dir": str(root / "releases" / rel)}, "model": model}
+    if SERVICE[rel] is not None:
+        manifest["service"] = SERVICE[rel]
+    (root / "releases" / rel / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
 @pytest.fixture
@@ -223,6 +231,23 @@ def test_rollback_publishes_the_model_the_release_returned_to_recorded(tmp_path,
     model = _rolled_back(tasks)["model"]
     assert (model["recorded"], model["path"], model["service_env"], model["revision"]) == (True, "acme/m2", None, None)
     assert _published_model(tasks) == "acme/m2"
+
+
+def test_rollback_publishes_the_service_flags_the_release_returned_to_recorded(tmp_path, tree):
+    # A's manifest predates the flags: each is null (the configured one stays), and the report says so
+    rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback")
+    assert rc == 0, tasks
+    rolled = _rolled_back(tasks)
+    assert rolled["service"] == {"kv_cache_dtype": None, "fp4_gemm_backend": None, "moe_runner_backend": None}
+    served = tasks["Say which model the release returned to is served with"]["msg"]
+    assert "it recorded no KV-cache dtype or FP4 backend flags: the configured ones are rendered" in served, served
+    # back to B: the flags it rendered; one it did not render ("") stays null
+    rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback")
+    assert rc == 0, tasks
+    assert _rolled_back(tasks)["service"] == dict(SERVICE["B"], moe_runner_backend=None)
+    served = tasks["Say which model the release returned to is served with"]["msg"]
+    assert served.endswith("with the service flags it recorded: --fp4-gemm-backend flashinfer_cutlass, "
+                           "--kv-cache-dtype bf16"), served
 
 
 @pytest.mark.parametrize("write, why", [

@@ -16,7 +16,9 @@ the role renders its model: ``ExecStart`` with the real filter ``systemd_exec_ar
 Release A serves M1, a verified checkpoint (the model role ran: a local directory, its revision and manifest digest,
 HF_HUB_OFFLINE=1); release B serves M2, a Hub id configured with ``-e sglang_stack_model_path`` (no model role, no
 environment). A rollback to A with M2 still configured must render M1 with its environment, both by rollback.yml and
-by the rollout's automatic rollback, and the audit must find the unit serving what A's manifest recorded.
+by the rollout's automatic rollback, and the audit must find the unit serving what A's manifest recorded. B's
+stack is also selected with other service flags (KV-cache dtype, FP4 GEMM backend) in the inventory: both rollbacks
+must render A's recorded flags.
 """
 
 import grp
@@ -39,6 +41,10 @@ REV1 = "1" * 40
 M1 = {"path": "/srv/models/m1@" + REV1, "revision": REV1, "source": "hub", "repository": "acme/m1",
       "manifest_digest": "d1" * 32}
 M2 = "acme/m2"
+# the stack-decided service flags of the two releases (A: the stand-in service's defaults; B: configured for B)
+FLAGS_A = {"kv_cache_dtype": "bf16", "fp4_gemm_backend": "flashinfer_cudnn", "moe_runner_backend": "flashinfer_cutlass"}
+FLAGS_B = {"kv_cache_dtype": "fp8_e4m3", "fp4_gemm_backend": "flashinfer_cutlass",
+           "moe_runner_backend": "flashinfer_cutlass"}
 INJECTED = [["/bin/sh", "-c", "echo injected health failure >&2; exit 1"]]
 pytestmark = pytest.mark.slow
 
@@ -47,7 +53,9 @@ UNIT = r"""[Service]
 {% for key, value in sglang_service_model_env | default({}) | dictsort %}Environment="{{ key }}={{ value }}"
 {% endfor %}ExecStart={{ ['/opt/sglang/current/venv/bin/python', '-m', 'sglang.launch_server']
                          | blackwell.sglang.systemd_exec_args }} -- \
-{% for line in ['--model-path', sglang_service_model_path | default(sglang_stack_model_path), '--port', '30000']
+{% for line in ['--model-path', sglang_service_model_path | default(sglang_stack_model_path, true), '--port', '30000',
+                '--kv-cache-dtype', sglang_service_kv_cache_dtype | default('bf16', true),
+                '--fp4-gemm-backend', sglang_service_fp4_gemm_backend | default('flashinfer_cudnn', true)]
                | blackwell.sglang.systemd_exec_args(per_flag=true) %}
     {{ line }}{{ ' \\' if not loop.last else '' }}
 {% endfor %}"""
@@ -70,6 +78,12 @@ def _double(task, tmp):
             {"name": "Write the unit", "ansible.builtin.copy": {
                 "dest": "{{ sglang_stack_service_unit_dir }}/{{ sglang_stack_service_name }}.service",
                 "content": UNIT, "mode": "0644"}},
+            # what the real role publishes for the manifest: the KV-cache dtype and the FP4 flags it rendered
+            {"name": "Publish the rendered flags", "ansible.builtin.set_fact": {
+                "sglang_stack_kv_cache_dtype": "{{ sglang_service_kv_cache_dtype | default('bf16', true) }}",
+                "sglang_service_result": {"fp4_flags": {
+                    "fp4_gemm_backend": "{{ sglang_service_fp4_gemm_backend | default('flashinfer_cudnn', true) }}",
+                    "moe_runner_backend": "flashinfer_cutlass"}}}},
             {"name": "Log the restart", "ansible.builtin.shell": (
                 "echo 'restart={{ sglang_service_restart | default(false) }} model={{ sglang_service_model_path | default(sglang_stack_model_path) }}'"
                 " >> %s/service.log" % tmp), "changed_when": False}]
@@ -98,13 +112,24 @@ def fixture_host(tmp_path):
         "sgl_kernel_sm120_fetch_dir": str(tmp_path / "artifacts"),
         "sglang_stack_venv": str(root / "no-venv"),
     }
-    inventory = {"all": {"children": {"sglang_servers": {"hosts": {HOST: host}}}}}
-    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    _write_inventory(tmp_path, host)
     for playbook in ("rollout.yml", "rollback.yml", "audit.yml"):
         dest = tmp_path / playbook.split(".", maxsplit=1)[0]
         dest.mkdir()
         standins.standin_playbook(playbook, dest, lambda task: _double(task, tmp_path))
-    return {"tmp": tmp_path, "root": root / "opt", "unit": root / "units" / "sglang.service"}
+    return {"tmp": tmp_path, "root": root / "opt", "unit": root / "units" / "sglang.service", "vars": host}
+
+
+def _write_inventory(tmp, host_vars):
+    inventory = {"all": {"children": {"sglang_servers": {"hosts": {HOST: host_vars}}}}}
+    (tmp / "inventory.yml").write_text(yaml.safe_dump(inventory))
+
+
+def _configure(host, **settings):
+    """Change the inventory's host vars, as an operator selecting another stack would (not -e: extra vars would also
+    outrank what a rollback restores)."""
+    host["vars"].update(settings)
+    _write_inventory(host["tmp"], host["vars"])
 
 
 def _play(host, playbook, extra):
@@ -131,6 +156,14 @@ def _unit(host):
     return host["unit"].read_text()
 
 
+def _flags(host):
+    """The stack-decided flags the unit renders, as the manifest records them."""
+    words = _unit(host).replace("\\\n", " ").split()
+    flags = {w[2:].replace("-", "_"): words[i + 1].strip('"') for i, w in enumerate(words)
+             if w in ("--kv-cache-dtype", "--fp4-gemm-backend")}
+    return dict(flags, moe_runner_backend="flashinfer_cutlass")
+
+
 def _restarts(host):
     path = host["tmp"] / "service.log"
     return path.read_text().splitlines() if path.exists() else []
@@ -146,7 +179,12 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     assert model == dict(M1, service_env={"HF_HUB_OFFLINE": "1"}), model
     assert "--model-path " + M1["path"] in _unit(host) and 'Environment="HF_HUB_OFFLINE=1"' in _unit(host)
 
-    # ---- release B: another SGLang (key) and another model, M2 from the Hub, no model role, no environment
+    assert _manifest(host, rel_a)["service"] == FLAGS_A, _manifest(host, rel_a)["service"]
+
+    # ---- release B: another SGLang (key) whose stack the inventory now selects with other service flags, and
+    # another model, M2 from the Hub, no model role, no environment
+    _configure(host, sglang_service_kv_cache_dtype=FLAGS_B["kv_cache_dtype"],
+               sglang_service_fp4_gemm_backend=FLAGS_B["fp4_gemm_backend"])
     m2 = {"sglang_release_key_extra": {"t": "B"}, "sglang_stack_model_path": M2}
     rc, out = _play(host, "rollout.yml", m2)
     assert rc == 0, out[-6000:]
@@ -155,16 +193,19 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     model = _manifest(host, rel_b)["model"]
     assert (model["path"], model["manifest_digest"], model["service_env"]) == (M2, None, None), model
     assert "--model-path " + M2 in _unit(host) and "Environment=" not in _unit(host)
+    assert _manifest(host, rel_b)["service"] == FLAGS_B and _flags(host) == FLAGS_B, _unit(host)
 
-    # ---- rollback.yml with M2 still configured: A comes back with M1 and M1's environment
+    # ---- rollback.yml with M2 and B's flags still configured: A comes back with M1, M1's environment and A's flags
     rc, out = _play(host, "rollback.yml", {"sglang_stack_model_path": M2})
     assert rc == 0, out[-6000:]
     assert (_release(host, "current"), _release(host, "previous")) == (rel_a, rel_b)
     assert "--model-path " + M1["path"] in _unit(host), _unit(host)
     assert 'Environment="HF_HUB_OFFLINE=1"' in _unit(host) and M2 not in _unit(host)
+    assert _flags(host) == FLAGS_A, _unit(host)
     assert _restarts(host)[-1] == "restart=True model=" + M1["path"], _restarts(host)
-    assert ("release %s recorded model %s (revision %s, manifest digest %s); it is served with it"
-            % (rel_a, M1["path"], REV1, M1["manifest_digest"])) in out, out[-4000:]
+    assert ("release %s recorded model %s (revision %s, manifest digest %s); it is served with it; with the service "
+            "flags it recorded: --fp4-gemm-backend flashinfer_cudnn, --kv-cache-dtype bf16, --moe-runner-backend "
+            "flashinfer_cutlass" % (rel_a, M1["path"], REV1, M1["manifest_digest"])) in out, out[-4000:]
 
     # ---- the audit: the unit serves what A's manifest recorded (same unit as A's rollout wrote, same model)
     report = host["tmp"] / "drift.json"
@@ -178,6 +219,7 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     assert _release(host, "current") == rel_a
     assert (host["root"] / "releases" / rel_b / "ROLLED_BACK").exists()
     assert "--model-path " + M1["path"] in _unit(host) and 'Environment="HF_HUB_OFFLINE=1"' in _unit(host)
+    assert _flags(host) == FLAGS_A, _unit(host)
     assert _restarts(host)[-2:] == ["restart=True model=" + M2, "restart=True model=" + M1["path"]], _restarts(host)
 
     # ---- the audit now reports the unit against A's manifest: still no host drift
