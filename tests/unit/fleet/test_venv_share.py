@@ -239,9 +239,23 @@ def test_one_builder_per_release_id_the_others_unpack_and_a_rerun_changes_nothin
     assert {p: os.stat(str(fleet.cache / p[0] / p[1] / "venv.tar.gz")).st_mtime_ns for p in archives} == mtimes
 
 
-def test_a_host_added_later_with_limit_unpacks_from_the_cache_and_builds_nothing(fleet):
+def test_a_host_alone_builds_its_venv_and_archives_nothing(fleet):
+    # nobody in the run would unpack it: packing it would cost a one-host fleet a minute and a GB for nothing
     proc, lines = fleet.run({"gpu-a": {}})
     assert proc.ok and _by_host(lines) == {"gpu-a": INSTALLED}, proc
+    assert fleet.archives() == {} and fleet.marker("gpu-a") is None
+    assert "venv built here, not archived: no other host of this run unpacks it" in proc.out
+    # the same with a second host whose venv is there already (it keeps it): still no taker, no archive
+    proc, lines = fleet.run({"gpu-b": {}})
+    assert proc.ok, proc
+    proc, lines = fleet.run({"gpu-a": {}, "gpu-b": {}, "gpu-c": {"sglang_release_key_extra": {"fleet": "other"}}})
+    assert proc.ok and fleet.archives() == {}, (fleet.archives(), proc.out[-3000:])
+    assert _by_host(lines) == {"gpu-a": MATCHED, "gpu-b": MATCHED, "gpu-c": INSTALLED}, lines
+
+
+def test_a_host_added_later_with_limit_unpacks_from_the_cache_and_builds_nothing(fleet):
+    proc, lines = fleet.run({"gpu-a": {}, "gpu-x": {}})
+    assert proc.ok and _by_host(lines) == {"gpu-a": INSTALLED, "gpu-x": MATCHED}, proc
     (key, manifest), = fleet.archives().items()
     archive = fleet.cache / key[0] / key[1] / "venv.tar.gz"
     mtime = os.stat(str(archive)).st_mtime_ns
@@ -264,7 +278,7 @@ def test_a_host_added_later_with_limit_unpacks_from_the_cache_and_builds_nothing
 
 
 def test_an_archive_whose_sha256_is_not_the_recorded_one_is_refused_before_unpacking(fleet):
-    proc, _lines = fleet.run({"gpu-a": {}})
+    proc, _lines = fleet.run({"gpu-a": {}, "gpu-x": {}})
     assert proc.ok, proc
     (key, _manifest), = fleet.archives().items()
     archive = fleet.cache / key[0] / key[1] / "venv.tar.gz"
