@@ -93,17 +93,22 @@ def _model_of(manifest, where="manifest.json"):
                                               "recorded the model)" % where)}
 
 
-SERVICE_FLAGS = ("kv_cache_dtype", "fp4_gemm_backend", "moe_runner_backend")
+# The service settings a stack decides, as sglang_service records them (sglang_service_result.settings) and the
+# manifest keeps them (service.settings): name -> type
+SERVICE_SETTINGS = {"kv_cache_dtype": str, "fp4_gemm_backend": str, "moe_runner_backend": str, "render_fp4_flags": bool}
 
 
 def _service_of(manifest):
-    """The stack-decided service flags a manifest recorded (``service``: the KV-cache dtype and the FP4 backends as
-    the unit rendered them): ``{name: str or None}`` for each of SERVICE_FLAGS, None when not recorded (a manifest
-    written before they were, or a flag the unit did not render)."""
+    """The service settings a manifest recorded (``service.settings``), or None when it records none usable (written
+    before manifests recorded them, by a play in which the service did not run, or not of the shape
+    SERVICE_SETTINGS gives): ``{"kv_cache_dtype": str, "fp4_gemm_backend": str, "moe_runner_backend": str,
+    "render_fp4_flags": bool}``, "" meaning the role decided (the checkpoint's guard, the probe)."""
     service = manifest.get("service") if isinstance(manifest, dict) else None
-    service = service if isinstance(service, dict) else {}
-    return dict((key, service[key] if isinstance(service.get(key), str) and service[key] else None)
-                for key in SERVICE_FLAGS)
+    settings = service.get("settings") if isinstance(service, dict) else None
+    if not (isinstance(settings, dict) and all(isinstance(settings.get(key), kind)
+                                               for key, kind in SERVICE_SETTINGS.items())):
+        return None
+    return dict((key, settings[key]) for key in SERVICE_SETTINGS)
 
 
 def read_manifest(content, path="manifest.json", error=None, encoded=True):
@@ -115,9 +120,9 @@ def read_manifest(content, path="manifest.json", error=None, encoded=True):
     :param error: why the file could not be read (``slurp``'s message), used when ``content`` is None.
     :returns: ``{"manifest": dict ({} when unusable), "problem": str or None, "model": {"recorded": bool, "path",
         "revision", "manifest_digest", "source", "repository" (str or None), "service_env" (dict or None: not
-        recorded), "problem" (str or None: why no model is recorded)}, "service": {"kv_cache_dtype",
-        "fp4_gemm_backend", "moe_runner_backend" (str or None: not recorded)}}``. A problem names the file and, for
-        bytes that are not UTF-8, the byte offset.
+        recorded), "problem" (str or None: why no model is recorded)}, "service": the recorded service settings
+        (see :func:`_service_of`) or None}``. A problem names the file and, for bytes that are not UTF-8, the byte
+        offset.
     """
     def out(manifest, problem):
         model = _model_of(manifest, path)

@@ -20,10 +20,11 @@ description:
   - Refuses, naming the variable to set, a target or marker name that is not one release-directory name, no target
     release, a target that carries the failed-rollout marker O(failed_marker) (unless O(allow_failed)), and a target
     whose C(manifest.json) records no model (unless O(unrecorded_model=configured)).
-  - Returns the release rolled back from, the one returned to, the model its manifest recorded and the service flags
-    the stack decided for it (KV-cache dtype, FP4 backends; C(module_utils/_fleet.read_manifest)): a rollback across
-    a stack change serves the old release with its own flags, not the new stack's. Changes nothing; the role moves
-    the links.
+  - Returns the release rolled back from, the one returned to, the model its manifest recorded, the service settings
+    it was rendered with (KV-cache dtype and FP4 backend settings; C(module_utils/_fleet.read_manifest)) and its own
+    FP4 probe result (O(probe_file) in the release directory): a rollback across a stack change serves the old release
+    with what decided its flags then, not the new stack's settings and probe. Changes nothing; the role moves the
+    links.
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:
@@ -63,6 +64,12 @@ options:
     type: str
     choices: [refuse, configured]
     default: refuse
+  probe_file:
+    description:
+      - The FP4 probe's result file in a release directory (fp4_probe's C(fp4_probe_result_file) there), read with
+        O(move=rollback).
+    type: str
+    default: probe.json
   configured_model:
     description: The model configured now (C(sglang_stack_model_path)), for the messages.
     type: str
@@ -103,21 +110,28 @@ model:
   type: dict
 service:
   description:
-    - The service flags the release returned to recorded (C(kv_cache_dtype), C(fp4_gemm_backend),
-      C(moe_runner_backend)); each null when not recorded (an older manifest, or a flag the unit did not render).
+    - The service settings the release returned to was rendered with (C(kv_cache_dtype), C(fp4_gemm_backend),
+      C(moe_runner_backend), C(render_fp4_flags); "" = the role decided); null when its manifest records none (written
+      before manifests did, or by a play without the service).
   returned: with O(move=rollback)
   type: dict
-  sample: {kv_cache_dtype: bf16, fp4_gemm_backend: flashinfer_cudnn, moe_runner_backend: flashinfer_cutlass}
+  sample: {kv_cache_dtype: "", fp4_gemm_backend: "", moe_runner_backend: "", render_fp4_flags: true}
+probe:
+  description:
+    - The FP4 probe result of the release returned to (its O(probe_file)), as fp4_probe wrote it; null when the file
+      is missing or not a JSON object.
+  returned: with O(move=rollback)
+  type: dict
 marker:
   description: Whether the release moved to carries the failed-rollout marker (moved to with O(allow_failed)).
   returned: success
   type: bool
 served_with:
   description:
-    - One line for the operator naming the model and the service flags the release returned to is served with, for
-      example C(release 20261203T101500Z-ab12 recorded model /srv/models/m (revision <sha>, manifest digest
-      <sha256>\); it is served with it; with the service flags it recorded: --fp4-gemm-backend flashinfer_cudnn,
-      --kv-cache-dtype bf16, --moe-runner-backend flashinfer_cutlass).
+    - One line for the operator naming the model and the service settings the release returned to is served with,
+      for example C(release 20261203T101500Z-ab12 recorded model /srv/models/m (revision <sha>, manifest digest
+      <sha256>\); it is served with it, with the service settings it recorded (kv_cache_dtype=, fp4_gemm_backend=,
+      moe_runner_backend=, render_fp4_flags=true\) and its own probe result).
   returned: with O(move=rollback)
   type: str
 """
@@ -143,6 +157,16 @@ def _read(path):
             return handle.read(), None
     except (IOError, OSError) as exc:
         return None, "file not found" if not os.path.exists(path) else str(exc)
+
+
+def _read_probe(path):
+    """The probe result a release directory holds (a JSON object), or None."""
+    raw, _error = _read(path)
+    try:
+        probe = json.loads(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return probe if isinstance(probe, dict) else None
 
 
 def marker_reason(raw, default=""):
@@ -196,6 +220,7 @@ def main():
             allow_failed=dict(type="bool", default=False),
             unrecorded_model=dict(type="str", choices=["refuse", "configured"], default="refuse"),
             configured_model=dict(type="str", default=""),
+            probe_file=dict(type="str", default="probe.json"),
             host=dict(type="str", default="this host"),
         ),
         required_if=[("move", "switch", ["release_dir"]), ("move", "rollback", ["previous"])],
@@ -250,11 +275,17 @@ def main():
         served_with = "release %s: %s; served with the configured model %s (sglang_release_rollback_unrecorded_model=" \
                       "configured)" % (release, model["problem"], p["configured_model"] or "(none)")
         module.warn(served_with)
-    flags = ["--%s %s" % (key.replace("_", "-"), value) for key, value in sorted(service.items()) if value]
-    served_with += ("; with the service flags it recorded: %s" % ", ".join(flags)) if flags else \
-        "; it recorded no KV-cache dtype or FP4 backend flags: the configured ones are rendered"
+    probe = _read_probe(os.path.join(target, p["probe_file"]))
+    if service is None:
+        served_with += "; it records no service settings: the configured ones are rendered"
+    else:
+        served_with += ", with the service settings it recorded (%s)" % ", ".join(
+            "%s=%s" % (key, str(value).lower() if isinstance(value, bool) else value) for key, value in sorted(service.items()))
+    served_with += " and its own probe result" if probe is not None else \
+        "; no probe result in it (%s): the backends are chosen without one" % p["probe_file"]
     module.exit_json(changed=False, served_with=served_with,
-                     **{"from": came_from, "to": target, "model": model, "service": service, "marker": marker})
+                     **{"from": came_from, "to": target, "model": model, "service": service, "probe": probe,
+                        "marker": marker})
 
 
 if __name__ == "__main__":

@@ -31,10 +31,12 @@ def test_exactly_one_kernel_build_per_stack_in_the_fleet():
 
 
 def test_same_kernel_wheels_everywhere():
-    # both stacks were staged on every host (the rollout stages before it switches any): the same two wheels
-    digests = {name: h.check_output("sha256sum /opt/sglang/wheels/sgl-kernel/*/*.whl | cut -d' ' -f1 | sort -u")
+    # a wheel reaches a host when it builds it (play 2) or upgrades to its release (play 3): fleet-1 and fleet-2 ran
+    # both stacks, fleet-3 never left the original one; the same wheel is the same file everywhere
+    digests = {name: set(h.check_output("sha256sum /opt/sglang/wheels/sgl-kernel/*/*.whl | cut -d' ' -f1").split())
                for name, h in FLEET.items()}
-    assert len(set(digests.values())) == 1 and all(len(d.split()) == 2 for d in digests.values()), digests
+    assert len(digests["fleet-1"]) == 2 and digests["fleet-2"] == digests["fleet-1"], digests
+    assert len(digests["fleet-3"]) == 1 and digests["fleet-3"] < digests["fleet-1"], digests
 
 
 def _venv_origins(release):
@@ -65,9 +67,10 @@ def test_each_release_venv_was_built_on_one_host_and_unpacked_on_the_others():
         stamped = "%s/pyvenv.cfg %s/blackwell-sglang/sglang_source/stamp.json" % (venv, venv)
         times = {name: h.check_output("stat -c %%Y %s" % stamped) for name, h in FLEET.items()}
         assert len(set(times.values())) == 1, (release, times)
-        # torch and the compiled kernel import, SGLang is installed (`import sglang` of the current tree imports
-        # torchvision, which the sandbox cannot install: inventories/sandbox_current says why)
-        check = "import torch, sgl_kernel; from importlib.metadata import version; print(version('sglang'))"
+        # torch imports and SGLang is installed (`import sglang` of the current tree imports torchvision, which the
+        # sandbox cannot install: inventories/sandbox_current says why; the kernel is installed by play 3, which
+        # fleet-3 never ran for the current release: test_every_live_release_works imports it)
+        check = "import torch; from importlib.metadata import version; print(version('sglang'))"
         for name in ("fleet-2", "fleet-3"):
             assert FLEET[name].run('%s/bin/python -c "%s"' % (venv, check)).rc == 0, (release, name)
 

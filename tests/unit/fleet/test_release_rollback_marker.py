@@ -43,17 +43,19 @@ MODELS = {
 }
 
 
-# the stack-decided service flags each release's unit rendered (A: none recorded, as in a manifest written before the
-# manifest recorded them; B: the three)
-SERVICE = {"A": None, "B": {"kv_cache_dtype": "bf16", "fp4_gemm_backend": "flashinfer_cutlass",
-                            "moe_runner_backend": ""}}
+# the service settings each release was rendered with (A: none, as in a manifest written before manifests recorded
+# them; B: its settings), and B's probe result (probe.json; A has none)
+SERVICE = {"A": None, "B": {"kv_cache_dtype": "fp8_e4m3", "fp4_gemm_backend": "flashinfer_cutlass",
+                            "moe_runner_backend": "", "render_fp4_flags": False}}
+PROBE_B = {"skipped": False, "recommended": {"fp4_gemm_backend": "flashinfer_cudnn", "moe_runner_backend": None}}
 
 
 def _manifest(root, rel, model):
     """releases/<rel>/manifest.json as sglang_release writes it (the parts a rollback reads)."""
     manifest = {"schema": 1, "release": {"id": rel, "dir": str(root / "releases" / rel)}, "model": model}
     if SERVICE[rel] is not None:
-        manifest["service"] = SERVICE[rel]
+        manifest["service"] = {"kv_cache_dtype": "bf16", "settings": SERVICE[rel]}
+        (root / "releases" / rel / "probe.json").write_text(json.dumps(PROBE_B))
     (root / "releases" / rel / "manifest.json").write_text(json.dumps(manifest, indent=2))
 
 
@@ -233,21 +235,34 @@ def test_rollback_publishes_the_model_the_release_returned_to_recorded(tmp_path,
     assert _published_model(tasks) == "acme/m2"
 
 
-def test_rollback_publishes_the_service_flags_the_release_returned_to_recorded(tmp_path, tree):
-    # A's manifest predates the flags: each is null (the configured one stays), and the report says so
+def test_rollback_publishes_the_service_settings_and_probe_the_release_returned_to_recorded(tmp_path, tree):
+    # A's manifest predates the settings and A has no probe.json: both null (the configured ones stay), said so
     rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback")
     assert rc == 0, tasks
     rolled = _rolled_back(tasks)
-    assert rolled["service"] == {"kv_cache_dtype": None, "fp4_gemm_backend": None, "moe_runner_backend": None}
+    assert rolled["service"] is None and rolled["probe"] is None, rolled
     served = tasks["Say which model the release returned to is served with"]["msg"]
-    assert "it recorded no KV-cache dtype or FP4 backend flags: the configured ones are rendered" in served, served
-    # back to B: the flags it rendered; one it did not render ("") stays null
+    assert "it records no service settings: the configured ones are rendered" in served, served
+    assert served.endswith("no probe result in it (probe.json): the backends are chosen without one"), served
+    # back to B: its settings as recorded, its own probe result
     rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback")
     assert rc == 0, tasks
-    assert _rolled_back(tasks)["service"] == dict(SERVICE["B"], moe_runner_backend=None)
+    assert _rolled_back(tasks)["service"] == SERVICE["B"] and _rolled_back(tasks)["probe"] == PROBE_B
     served = tasks["Say which model the release returned to is served with"]["msg"]
-    assert served.endswith("with the service flags it recorded: --fp4-gemm-backend flashinfer_cutlass, "
-                           "--kv-cache-dtype bf16"), served
+    assert served.endswith("with the service settings it recorded (fp4_gemm_backend=flashinfer_cutlass, "
+                           "kv_cache_dtype=fp8_e4m3, moe_runner_backend=, render_fp4_flags=false) and its own probe "
+                           "result"), served
+
+
+@pytest.mark.parametrize("settings", [
+    "not a mapping", {"kv_cache_dtype": "bf16"}, dict(SERVICE["B"], render_fp4_flags="yes"),
+    dict(SERVICE["B"], fp4_gemm_backend=None)])
+def test_service_settings_not_of_the_recorded_shape_count_as_not_recorded(tmp_path, tree, settings):
+    manifest = json.loads((tree / "releases" / "A" / "manifest.json").read_text())
+    manifest["service"] = {"kv_cache_dtype": "bf16", "settings": settings}
+    (tree / "releases" / "A" / "manifest.json").write_text(json.dumps(manifest))
+    rc, tasks, _stats, _stdout = _run(tmp_path, tree, "rollback")
+    assert rc == 0 and _rolled_back(tasks)["service"] is None, tasks
 
 
 @pytest.mark.parametrize("write, why", [

@@ -41,10 +41,12 @@ REV1 = "1" * 40
 M1 = {"path": "/srv/models/m1@" + REV1, "revision": REV1, "source": "hub", "repository": "acme/m1",
       "manifest_digest": "d1" * 32}
 M2 = "acme/m2"
-# the stack-decided service flags of the two releases (A: the stand-in service's defaults; B: configured for B)
-FLAGS_A = {"kv_cache_dtype": "bf16", "fp4_gemm_backend": "flashinfer_cudnn", "moe_runner_backend": "flashinfer_cutlass"}
-FLAGS_B = {"kv_cache_dtype": "fp8_e4m3", "fp4_gemm_backend": "flashinfer_cutlass",
-           "moe_runner_backend": "flashinfer_cutlass"}
+# the stack-decided service flags each release's unit renders (A: nothing configured, the stand-in service decides
+# bf16 and flashinfer_cudnn; B: both configured in the inventory), and the settings its manifest records
+FLAGS_A = {"kv_cache_dtype": "bf16", "fp4_gemm_backend": "flashinfer_cudnn"}
+FLAGS_B = {"kv_cache_dtype": "fp8_e4m3", "fp4_gemm_backend": "flashinfer_cutlass"}
+SETTINGS_A = {"kv_cache_dtype": "", "fp4_gemm_backend": "", "moe_runner_backend": "", "render_fp4_flags": True}
+SETTINGS_B = dict(SETTINGS_A, **FLAGS_B)
 INJECTED = [["/bin/sh", "-c", "echo injected health failure >&2; exit 1"]]
 pytestmark = pytest.mark.slow
 
@@ -78,12 +80,15 @@ def _double(task, tmp):
             {"name": "Write the unit", "ansible.builtin.copy": {
                 "dest": "{{ sglang_stack_service_unit_dir }}/{{ sglang_stack_service_name }}.service",
                 "content": UNIT, "mode": "0644"}},
-            # what the real role publishes for the manifest: the KV-cache dtype and the FP4 flags it rendered
+            # what the real role publishes for the manifest: the KV-cache dtype it rendered, and the settings as
+            # configured for this render ("" = the role decides: here the stand-in's defaults above)
             {"name": "Publish the rendered flags", "ansible.builtin.set_fact": {
                 "sglang_stack_kv_cache_dtype": "{{ sglang_service_kv_cache_dtype | default('bf16', true) }}",
-                "sglang_service_result": {"fp4_flags": {
-                    "fp4_gemm_backend": "{{ sglang_service_fp4_gemm_backend | default('flashinfer_cudnn', true) }}",
-                    "moe_runner_backend": "flashinfer_cutlass"}}}},
+                "sglang_service_result": {"settings": {
+                    "kv_cache_dtype": "{{ sglang_service_kv_cache_dtype | default('') }}",
+                    "fp4_gemm_backend": "{{ sglang_service_fp4_gemm_backend | default('') }}",
+                    "moe_runner_backend": "{{ sglang_service_moe_runner_backend | default('') }}",
+                    "render_fp4_flags": "{{ sglang_service_render_fp4_flags | default(true) | bool }}"}}}},
             {"name": "Log the restart", "ansible.builtin.shell": (
                 "echo 'restart={{ sglang_service_restart | default(false) }} model={{ sglang_service_model_path | default(sglang_stack_model_path) }}'"
                 " >> %s/service.log" % tmp), "changed_when": False}]
@@ -159,9 +164,8 @@ def _unit(host):
 def _flags(host):
     """The stack-decided flags the unit renders, as the manifest records them."""
     words = _unit(host).replace("\\\n", " ").split()
-    flags = {w[2:].replace("-", "_"): words[i + 1].strip('"') for i, w in enumerate(words)
-             if w in ("--kv-cache-dtype", "--fp4-gemm-backend")}
-    return dict(flags, moe_runner_backend="flashinfer_cutlass")
+    return {w[2:].replace("-", "_"): words[i + 1].strip('"') for i, w in enumerate(words)
+            if w in ("--kv-cache-dtype", "--fp4-gemm-backend")}
 
 
 def _restarts(host):
@@ -179,7 +183,9 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     assert model == dict(M1, service_env={"HF_HUB_OFFLINE": "1"}), model
     assert "--model-path " + M1["path"] in _unit(host) and 'Environment="HF_HUB_OFFLINE=1"' in _unit(host)
 
-    assert _manifest(host, rel_a)["service"] == FLAGS_A, _manifest(host, rel_a)["service"]
+    assert _manifest(host, rel_a)["service"] == {"kv_cache_dtype": "bf16", "settings": SETTINGS_A}, \
+        _manifest(host, rel_a)["service"]
+    assert _flags(host) == FLAGS_A, _unit(host)
 
     # ---- release B: another SGLang (key) whose stack the inventory now selects with other service flags, and
     # another model, M2 from the Hub, no model role, no environment
@@ -193,7 +199,7 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     model = _manifest(host, rel_b)["model"]
     assert (model["path"], model["manifest_digest"], model["service_env"]) == (M2, None, None), model
     assert "--model-path " + M2 in _unit(host) and "Environment=" not in _unit(host)
-    assert _manifest(host, rel_b)["service"] == FLAGS_B and _flags(host) == FLAGS_B, _unit(host)
+    assert _manifest(host, rel_b)["service"]["settings"] == SETTINGS_B and _flags(host) == FLAGS_B, _unit(host)
 
     # ---- rollback.yml with M2 and B's flags still configured: A comes back with M1, M1's environment and A's flags
     rc, out = _play(host, "rollback.yml", {"sglang_stack_model_path": M2})
@@ -203,9 +209,9 @@ def test_a_rollback_across_a_model_change_serves_the_old_release_with_its_own_mo
     assert 'Environment="HF_HUB_OFFLINE=1"' in _unit(host) and M2 not in _unit(host)
     assert _flags(host) == FLAGS_A, _unit(host)
     assert _restarts(host)[-1] == "restart=True model=" + M1["path"], _restarts(host)
-    assert ("release %s recorded model %s (revision %s, manifest digest %s); it is served with it; with the service "
-            "flags it recorded: --fp4-gemm-backend flashinfer_cudnn, --kv-cache-dtype bf16, --moe-runner-backend "
-            "flashinfer_cutlass" % (rel_a, M1["path"], REV1, M1["manifest_digest"])) in out, out[-4000:]
+    assert ("release %s recorded model %s (revision %s, manifest digest %s); it is served with it, with the service "
+            "settings it recorded (fp4_gemm_backend=, kv_cache_dtype=, moe_runner_backend=, render_fp4_flags=true)"
+            % (rel_a, M1["path"], REV1, M1["manifest_digest"])) in out, out[-4000:]
 
     # ---- the audit: the unit serves what A's manifest recorded (same unit as A's rollout wrote, same model)
     report = host["tmp"] / "drift.json"
