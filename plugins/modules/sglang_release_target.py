@@ -22,9 +22,9 @@ description:
     whose C(manifest.json) records no model (unless O(unrecorded_model=configured)).
   - Returns the release rolled back from, the one returned to, the model its manifest recorded, the service settings
     it was rendered with (KV-cache dtype and FP4 backend settings; C(module_utils/_fleet.read_manifest)) and its own
-    FP4 probe result (O(probe_file) in the release directory): a rollback across a stack change serves the old release
-    with what decided its flags then, not the new stack's settings and probe. Changes nothing; the role moves the
-    links.
+    FP4 probe result (O(probe_file) in the release directory). A rollback across a stack change so serves the old
+    release with what decided its flags then, not with the new stack's settings and probe. Changes nothing; the role
+    moves the links.
 author:
   - blackwell.sglang maintainers (@blackwell-sglang)
 options:

@@ -106,19 +106,21 @@ def test_the_canary_ran_the_current_stack():
     assert new["packages"].get(CURRENT_KERNEL[0]) == CURRENT_KERNEL[1] and "sgl-kernel" not in new["packages"]
     old = _manifest(h)
     assert old["sglang"]["commit"] != mirror and "sgl-kernel" in old["packages"], old["sglang"]
-    # the two stacks render different FP4 GEMM backends here (the current preset pins flashinfer_cutlass; the
-    # original stack has no pin and no probe result, so the fallback): what makes the flag restore below visible
-    assert new["service"]["fp4_gemm_backend"] == "flashinfer_cutlass", new["service"]
-    assert old["service"]["fp4_gemm_backend"] not in ("", "flashinfer_cutlass"), old["service"]
+    # the service settings each release was rendered with: the current stack's overlay pins its backends (the
+    # preset's flashinfer_cutlass); the original stack pins none (the role decides: no probe result here, so its
+    # fallback flashinfer_cudnn). What makes the restore below visible.
+    assert new["service"]["settings"]["fp4_gemm_backend"] == "flashinfer_cutlass", new["service"]
+    assert old["service"]["settings"] == {"kv_cache_dtype": "", "fp4_gemm_backend": "", "moe_runner_backend": "",
+                                          "render_fp4_flags": True}, old["service"]
 
 
 @pytest.mark.parametrize("name", sorted(FLEET))
-def test_each_unit_renders_the_service_flags_its_live_release_recorded(name):
-    # fleet-1: rollback.yml and fleet-2: the rollout's rescue, each with the current stack (and its flags) configured
+def test_each_unit_is_the_one_its_live_release_recorded(name):
+    # fleet-1: rollback.yml and fleet-2: the rollout's rescue, each with the current stack (and its pins) configured,
+    # rendered the old release from its recorded settings and probe result: the unit it had, byte for byte
     h = FLEET[name]
-    service = _manifest(h)["service"]
-    for key in ("kv_cache_dtype", "fp4_gemm_backend", "moe_runner_backend"):
-        assert (_flag(h, "--" + key.replace("_", "-")) or "") == service[key], (key, service)
+    assert h.file(UNIT).sha256sum == _manifest(h)["unit"]["sha256"], (name, h.file(UNIT).content_string)
+    assert _flag(h, "--fp4-gemm-backend") == "flashinfer_cudnn", h.file(UNIT).content_string
 
 
 def test_canary_took_the_new_release_and_was_rolled_back_by_hand():
