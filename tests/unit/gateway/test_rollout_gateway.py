@@ -183,7 +183,10 @@ def _double(task):
     if facts is not None:
         out["ansible.builtin.set_fact"] = facts
     elif (role, entry) == ("sglang_release", "rollback"):
-        out["ansible.builtin.set_fact"] = {"sglang_release_rolled_back": {"to": "{{ sglang_stack_previous }}"}}
+        # the fact the real role publishes, for a release whose manifest recorded no model, settings or probe
+        out["ansible.builtin.set_fact"] = {"sglang_release_rolled_back": {
+            "to": "{{ sglang_stack_previous }}", "model": {"recorded": False, "path": None, "service_env": None},
+            "service": None, "probe": None}}
     elif (role, entry) == ("sglang_service", "main"):
         # a restart of sglang.service: the stand-in worker stopped gracefully and started again on its port
         out["ansible.builtin.command"] = {"argv": "{{ test_ctl + (['restart'] if sglang_service_restart | bool else ['status'])"
