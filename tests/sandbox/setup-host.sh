@@ -14,7 +14,7 @@ if [[ $(id -u) -ne 0 ]]; then
   exit 1
 fi
 
-PACKAGES=(podman runc debootstrap debian-archive-keyring uidmap slirp4netns fuse-overlayfs ca-certificates git make
+PACKAGES=(podman runc debootstrap debian-archive-keyring uidmap slirp4netns fuse-overlayfs ca-certificates git make zstd
           python3 python3-venv shellcheck curl)
 missing=()
 for p in "${PACKAGES[@]}"; do

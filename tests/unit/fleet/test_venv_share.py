@@ -214,9 +214,9 @@ def test_one_builder_per_release_id_the_others_unpack_and_a_rerun_changes_nothin
         assert manifest["built_on"] == builder and manifest["release_id"] == rel and manifest["platform"] == platform
         assert manifest["venv"] == "%s/releases/%s/venv" % (fleet.root, rel)
         assert {"fake-torch": "1.0", "fake-flashinfer": "1.0", "fake-sglang": "1.0"}.items() <= manifest["distributions"].items()
-        data = (fleet.cache / rel / platform / "venv.tar.gz").read_bytes()
+        data = (fleet.cache / rel / platform / "venv.tar.zst").read_bytes()
         assert manifest["archive"]["sha256"] == hashlib.sha256(data).hexdigest() == \
-            (fleet.cache / rel / platform / "venv.tar.gz.sha256").read_text().split()[0]
+            (fleet.cache / rel / platform / "venv.tar.zst.sha256").read_text().split()[0]
         assert manifest["archive"]["bytes"] == len(data) and manifest["venv_bytes"] > 0
         # the unpacked venv is the builder's, file for file, at the same path; the release directories say so
         assert _tree(fleet.venv(unpacker)) == _tree(fleet.venv(builder))
@@ -229,14 +229,14 @@ def test_one_builder_per_release_id_the_others_unpack_and_a_rerun_changes_nothin
         assert os.listdir(str(fleet.tmp / "transfer" / host)) == [], host
 
     # the rerun: every venv exists, every archive is cached: no build, no unpack, no change
-    mtimes = {p: os.stat(str(fleet.cache / p[0] / p[1] / "venv.tar.gz")).st_mtime_ns for p in archives}
+    mtimes = {p: os.stat(str(fleet.cache / p[0] / p[1] / "venv.tar.zst")).st_mtime_ns for p in archives}
     proc, lines = fleet.run(hosts)
     assert proc.ok, proc
     assert _by_host(lines) == {h: MATCHED for h in hosts}, lines
     assert "venv present, kept" in proc.out
     for host in hosts:
         assert proc.recap(host)["changed"] == 0, (host, proc.out[-3000:])
-    assert {p: os.stat(str(fleet.cache / p[0] / p[1] / "venv.tar.gz")).st_mtime_ns for p in archives} == mtimes
+    assert {p: os.stat(str(fleet.cache / p[0] / p[1] / "venv.tar.zst")).st_mtime_ns for p in archives} == mtimes
 
 
 def test_a_host_alone_builds_its_venv_and_archives_nothing(fleet):
@@ -257,7 +257,7 @@ def test_a_host_added_later_with_limit_unpacks_from_the_cache_and_builds_nothing
     proc, lines = fleet.run({"gpu-a": {}, "gpu-x": {}})
     assert proc.ok and _by_host(lines) == {"gpu-a": INSTALLED, "gpu-x": MATCHED}, proc
     (key, manifest), = fleet.archives().items()
-    archive = fleet.cache / key[0] / key[1] / "venv.tar.gz"
+    archive = fleet.cache / key[0] / key[1] / "venv.tar.zst"
     mtime = os.stat(str(archive)).st_mtime_ns
 
     # check mode first: it says what it would do and writes nothing on the new host
@@ -281,10 +281,10 @@ def test_an_archive_whose_sha256_is_not_the_recorded_one_is_refused_before_unpac
     proc, _lines = fleet.run({"gpu-a": {}, "gpu-x": {}})
     assert proc.ok, proc
     (key, _manifest), = fleet.archives().items()
-    archive = fleet.cache / key[0] / key[1] / "venv.tar.gz"
-    recorded = (fleet.cache / key[0] / key[1] / "venv.tar.gz.sha256").read_text().split()[0]
-    # a damaged archive: still a valid gzip'd tar (it would unpack), but not the bytes the builder recorded
-    subprocess.run(["tar", "--create", "--gzip", "--file", str(archive), "--directory", str(fleet.tmp), "stages.log"],
+    archive = fleet.cache / key[0] / key[1] / "venv.tar.zst"
+    recorded = (fleet.cache / key[0] / key[1] / "venv.tar.zst.sha256").read_text().split()[0]
+    # a damaged archive: still a valid zstd'd tar (it would unpack), but not the bytes the builder recorded
+    subprocess.run(["tar", "--create", "--zstd", "--file", str(archive), "--directory", str(fleet.tmp), "stages.log"],
                    check=True)
     actual = hashlib.sha256(archive.read_bytes()).hexdigest()
 
