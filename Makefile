@@ -72,10 +72,16 @@ host: ## Prepare this host for the podman sandbox (tests/sandbox/setup-host.sh, 
 
 venv: $(VENV)/.deps-stamp ## Create/refresh .venv (only when requirements-dev.txt changed)
 
-$(VENV)/.deps-stamp: requirements-dev.txt tests/requirements.yml | host
+$(VENV)/.deps-stamp: requirements-dev.txt tests/requirements.yml tests/sandbox/blackwell_zipimport_cache.py | host
 	@echo "== venv $(VENV) ($$($(PYTHON) --version))"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	timeout 1800 $(BIN)/pip install --progress-bar on -r requirements-dev.txt
+	@# zipimport's compiles kept on disk for the unit tests' module runs (their hosts run this venv's python; the
+	@# module docstring says why and what it changes); the sandbox image has the same hook (build-image.sh)
+	sp=$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'); \
+	  cp tests/sandbox/blackwell_zipimport_cache.py "$$sp/"; \
+	  echo "import blackwell_zipimport_cache; blackwell_zipimport_cache.install('$(VENV)/zipimport-cache')" \
+	    > "$$sp/blackwell_zipimport_cache.pth"
 	@case "$(DEV_TORCH)" in \
 	  none) echo "== torch: not installed (DEV_TORCH=none): torch-based unit tests will be reported as skipped";; \
 	  *) if $(BIN)/python -c 'import torch' 2>/dev/null; then \

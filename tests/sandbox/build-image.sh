@@ -78,7 +78,7 @@ if [[ $ARCH != "$(dpkg --print-architecture)" ]]; then
 fi
 
 recipe=$( {
-  cat "${BASH_SOURCE[0]}"
+  cat "${BASH_SOURCE[0]}" "$here/blackwell_zipimport_cache.py"
   printf '%s\n' "$SUITE" "$ARCH" "$MIRROR" "$SECURITY_MIRROR" "${PACKAGES[@]}" "${MASK_UNITS[@]}"
   sha256sum < "$CA_BUNDLE"
 } | sha256sum | cut -c1-16)
@@ -138,6 +138,14 @@ timeout = 120
 [install]
 no-compile = true
 PIP
+# zipimport's compiles kept on disk for Ansible's module runs in the sandbox (AnsiballZ payloads are zip archives,
+# which Python never caches); the hook's docstring says what it changes. Sandbox-only, like no-compile above: the
+# release venvs do not see the system site-packages, and real hosts never get it.
+site_packages=$(chroot "$rootfs" python3 -c 'import site; print(site.getsitepackages()[0])')
+mkdir -p "$rootfs$site_packages"
+cp "$here/blackwell_zipimport_cache.py" "$rootfs$site_packages/"
+echo "import blackwell_zipimport_cache; blackwell_zipimport_cache.install('/var/cache/blackwell-zipimport')" \
+  > "$rootfs$site_packages/blackwell_zipimport_cache.pth"
 for unit in "${MASK_UNITS[@]}"; do
   ln -sfn /dev/null "$rootfs/etc/systemd/system/$unit"
 done
