@@ -70,7 +70,7 @@ deps: host venv ## Host prep (podman, runc, debootstrap) + .venv from requiremen
 host: ## Prepare this host for the podman sandbox (tests/sandbox/setup-host.sh, idempotent)
 	bash tests/sandbox/setup-host.sh
 
-venv: $(VENV)/.deps-stamp ## Create/refresh .venv (only when requirements-dev.txt changed)
+venv: $(VENV)/.deps-stamp ## Create/refresh .venv (only when requirements-dev.txt, tests/requirements.yml or the zipimport hook changed)
 
 $(VENV)/.deps-stamp: requirements-dev.txt tests/requirements.yml tests/sandbox/blackwell_zipimport_cache.py | host
 	@echo "== venv $(VENV) ($$($(PYTHON) --version))"

@@ -66,7 +66,7 @@ def test_a_second_payload_with_the_same_source_is_served_from_the_cache_under_it
     assert len(entries) == 2, entries                              # payload/__init__.py and payload/util.py
     assert oct(os.stat(str(cache)).st_mode & 0o777) == "0o700"
     second = _run(_archive(tmp_path / "two.zip"), cache)
-    assert _entries(cache) == entries                              # nothing compiled again
+    assert _entries(cache) == entries                              # no new entry (the next test shows it is read)
     assert first["answer"] == second["answer"] == 42
     # the file names are the archive that ran, in the code and in tracebacks
     assert first["where"] == os.path.join(str(tmp_path / "one.zip"), "payload", "util.py")
