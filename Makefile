@@ -36,8 +36,12 @@ export MOLECULE_JOBS
 MOLECULE_TIMEOUT   ?= 3600
 MOLECULE_ARGS      ?=
 PYTEST_ARGS        ?=
-# pytest-xdist workers for make unit (auto = one per core; 0 = no workers, one process as before)
-PYTEST_JOBS        ?= auto
+# pytest-xdist workers for make unit (0 = no workers, one process). One more than the cores: many tests wait on their
+# ansible-playbook runs (async polls, a server's readiness), and a third worker on 2 cores took the step from 986 to
+# 846 s with the machine 80 -> 88% busy (docs/benchmarks.md). worksteal: an idle worker takes queued tests from a busy
+# one, so the minute-long tests do not leave one core idle at the end.
+PYTEST_JOBS        ?= $(shell echo $$(( $$(nproc) + 1 )))
+PYTEST_DIST        ?= worksteal
 INVENTORY          ?= inventories/sandbox
 # The sandbox image tag: make image builds it, Molecule (molecule/_shared/config.yml) and make sandbox-up use it.
 BLACKWELL_SANDBOX_IMAGE ?= localhost/blackwell-sandbox:bookworm
@@ -149,31 +153,16 @@ sanity: venv ## ansible-test sanity on a copy at .cache/ansible_collections/blac
 	cd $(SANITY_DIR) && PATH=$(SANITY_VENV)/bin:$$PATH timeout 2400 $(SANITY_VENV)/bin/ansible-test sanity \
 	  --local --requirements --python 3.11 --color no $(SANITY_ARGS)
 
-unit: venv ## pytest tests/unit on PYTEST_JOBS workers (pytest-xdist; no tests collected = failure)
-	@rc=0; $(BIN)/pytest tests/unit -n $(PYTEST_JOBS) --durations=30 $(PYTEST_ARGS) || rc=$$?; \
+unit: venv ## pytest tests/unit on PYTEST_JOBS workers (pytest-xdist, cores + 1; no tests collected = failure)
+	@rc=0; $(BIN)/pytest tests/unit -n $(PYTEST_JOBS) $(if $(filter-out 0,$(PYTEST_JOBS)),--dist $(PYTEST_DIST)) --durations=30 $(PYTEST_ARGS) || rc=$$?; \
 	if [[ $$rc -eq 5 ]]; then echo "pytest collected no tests (exit 5): that is a failure here" >&2; fi; \
 	exit $$rc
 
 molecule: venv image mirror ## Every scenario in MOLECULE_SCENARIOS, in order, sharing one image + pip cache (timed)
 	@MOLECULE_ALL="$(strip $(MOLECULE_ALL))" bash molecule/_shared/run-scenarios.sh $(MOLECULE_TIMEOUT) "$(MOLECULE_ARGS)" $(MOLECULE_SCENARIOS)
 
-test: ## THE test suite (CI): upstream deps lint sanity unit molecule (KEEP_GOING=1: run all steps, fail at the end)
-	@start=$$(date +%s); failed=""; summary=""; \
-	for t in upstream deps lint sanity unit molecule; do \
-	  s=$$(date +%s); echo "======== make $$t"; \
-	  if $(MAKE) --no-print-directory $$t; then \
-	    echo "======== make $$t: ok in $$(( $$(date +%s) - s ))s"; summary="$$summary $$t:ok:$$(( $$(date +%s) - s ))"; \
-	  else \
-	    echo "======== make $$t: FAILED after $$(( $$(date +%s) - s ))s"; failed="$$failed $$t"; \
-	    summary="$$summary $$t:FAILED:$$(( $$(date +%s) - s ))"; \
-	    [[ "$(KEEP_GOING)" == 1 && $$t != deps && $$t != upstream ]] || break; \
-	  fi; \
-	done; \
-	echo "======== make test steps (wall time):"; \
-	for e in $$summary; do IFS=: read -r n st sec <<<"$$e"; printf '  %-10s %-7s %5ss\n' "$$n" "$$st" "$$sec"; done; \
-	took="$$(( ($$(date +%s) - start) / 60 ))m$$(( ($$(date +%s) - start) % 60 ))s"; \
-	if [[ -n $$failed ]]; then echo "======== make test: FAILED ($$failed ) after $$took"; exit 1; fi; \
-	echo "======== make test: all passed in $$took"
+test: ## THE test suite (CI): upstream deps, then lint sanity unit beside molecule (KEEP_GOING=1, SERIAL=1: tests/run-suite.sh)
+	@MAKE="$(MAKE)" KEEP_GOING="$(KEEP_GOING)" SERIAL="$(SERIAL)" bash tests/run-suite.sh
 
 sandbox: upstream deps image mirror sandbox-up ## The main job: sandbox container + ansible-playbook site.yml -i inventories/sandbox
 	timeout 5400 $(BIN)/ansible-playbook site.yml -i $(INVENTORY)
