@@ -19,6 +19,7 @@ with all three allowed as placeholders, CMake must stop in cmake/flashmla.cmake 
 nowhere else.
 """
 
+import fcntl
 import json
 import os
 import re
@@ -103,7 +104,11 @@ def _run(tmp_path, src, cache, allowed, expect_ok=True, patches=None, targets=("
         "sgl_kernel_sm120_configure_only": True,
         "sgl_kernel_sm120_keep_build_dir": True,
     }
-    proc = ansible_run.playbook(PLAY, tmp_path, extra_vars=extra, timeout=1500)
+    # One run at a time holds STATE: pytest-xdist spreads this module's tests over its workers, and two first runs on
+    # an empty STATE would pip-install into the same venv at once. The wait is bounded by the holder's timeout.
+    with open(os.path.join(STATE, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        proc = ansible_run.playbook(PLAY, tmp_path, extra_vars=extra, timeout=1500)
     out = proc.out
     if expect_ok:
         assert proc.returncode == 0, out[-6000:]
