@@ -3,8 +3,9 @@
 # the machine's CPU seconds (docs/testing.md, "Notes on the suite").
 #
 # upstream and deps run first: every other step needs them. Then two lanes run side by side: lint, sanity and unit
-# one after another in the first, molecule in the second. Neither long step keeps the cores busy alone (scenarios
-# wait for systemd, services and health checks; unit tests for their ansible-playbook runs), and they share nothing
+# one after another in the first, molecule in the second. Neither long step keeps the cores busy alone (on 2 cores:
+# unit 88%, molecule 95%; docs/benchmarks.md): scenarios wait for systemd, services and health checks, unit tests
+# for their ansible-playbook runs. The two share nothing
 # that one writes while the other reads: unit tests use their own temporary directories, sanity its copy of the
 # collection under .cache/ansible_collections, molecule its containers, logs and the read-only mirror.
 #
