@@ -5,9 +5,9 @@
 # upstream and deps run first: every other step needs them. Then two lanes run side by side: lint, sanity and unit
 # one after another in the first, molecule in the second. Neither long step keeps the cores busy alone (on 2 cores:
 # unit 88%, molecule 95%; docs/benchmarks.md): scenarios wait for systemd, services and health checks, unit tests
-# for their ansible-playbook runs. The two share nothing
-# that one writes while the other reads: unit tests use their own temporary directories, sanity its copy of the
-# collection under .cache/ansible_collections, molecule its containers, logs and the read-only mirror.
+# for their ansible-playbook runs. The two share nothing that one writes while the other reads: unit tests use their
+# own temporary directories, sanity its copy of the collection under .cache/ansible_collections, molecule its
+# containers, logs and the read-only mirror.
 #
 # The first lane's steps write to .cache/test-logs/<step>.log, printed whole when the step ends, so that their lines
 # do not interleave with molecule's (a line per scenario as it starts and ends; the scenarios' own logs are in
