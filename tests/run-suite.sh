@@ -24,13 +24,12 @@ logs=.cache/test-logs
 mkdir -p "$logs"
 rm -f "$logs"/*.result "$logs"/*.log
 
-busy() {  # the machine's busy CPU seconds since boot (/proc/stat: every process, the containers' included)
-  awk -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%d", ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat
-}
+# shellcheck source=tests/machine-cpu.sh
+. tests/machine-cpu.sh
 
 step() {  # step <name> [log]: make <name>, live or into <log>; writes $logs/<name>.result "<status> <s> <cpu-s>"
   local name=$1 log=${2:-} start cpu rc
-  start=$(date +%s); cpu=$(busy)
+  start=$(date +%s); cpu=$(busy_cpu)
   echo "======== make $name ($(date -u +%H:%M:%S) UTC${log:+, log $log})"
   if [[ -n $log ]]; then
     "$make" --no-print-directory "$name" >"$log" 2>&1; rc=$?
@@ -40,7 +39,7 @@ step() {  # step <name> [log]: make <name>, live or into <log>; writes $logs/<na
   fi
   local status=ok
   ((rc == 0)) || status=FAILED
-  echo "$status $(($(date +%s) - start)) $(($(busy) - cpu))" >"$logs/$name.result"
+  echo "$status $(($(date +%s) - start)) $(($(busy_cpu) - cpu))" >"$logs/$name.result"
   echo "======== make $name: $status in $(($(date +%s) - start))s ($(date -u +%H:%M:%S) UTC)"
   return "$rc"
 }
@@ -54,7 +53,7 @@ lane() {  # lane <log?> <step>...: the steps one after another; the first failur
   return "$failed"
 }
 
-start=$(date +%s); cpu0=$(busy)
+start=$(date +%s); cpu0=$(busy_cpu)
 checks=(lint sanity unit)
 if step upstream && step deps; then
   if [[ ${SERIAL:-} == 1 ]]; then
@@ -78,7 +77,7 @@ for name in upstream deps "${checks[@]}" molecule; do
   [[ $status == ok ]] || failed="$failed $name"
   printf '  %-10s %-7s %5ss  cpu %6ss\n' "$name" "$status" "$sec" "$cpu"
 done
-total_cpu=$(($(busy) - cpu0))
+total_cpu=$(($(busy_cpu) - cpu0))
 printf '  %-18s %5ss  cpu %6ss (%s%% of %s cores)\n' "whole suite" "$took" "$total_cpu" \
   "$((took > 0 ? total_cpu * 100 / (took * cores) : 0))" "$cores"
 for name in upstream deps "${checks[@]}" molecule; do

@@ -40,21 +40,22 @@ inventory() { bench_inventory "$WORK/inv-$1.yml" bench bw-bench "$1"; }   # inve
 up() { bench_up bench bw-bench "$@"; }                                    # up <n> [first]
 down() { bench_down bw-bench "$1"; }
 
-# The whole machine's busy CPU seconds (/proc/stat: every process, the containers' included, as they share this
-# kernel). Divided by the cores it is the shortest wall time this machine allows for that amount of work: when the
-# larger fleet's floor is already above the goal, no change of the orchestration alone can meet it here.
-busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu /{printf "%.1f", ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat; }
+# The whole machine's busy CPU seconds (busy_cpu). Divided by the cores it is the shortest wall time this machine
+# allows for that amount of work: when the larger fleet's floor is already above the goal, no change of the
+# orchestration alone can meet it here.
+# shellcheck source=tests/machine-cpu.sh
+. "$ROOT/tests/machine-cpu.sh"
 
 timed() {  # timed <label> <inventory> [ansible-playbook args] -> seconds on stdout, log in $WORK
   local label=$1 inv=$2 start end
   shift 2
   start=$(date +%s)
-  busy > "$WORK/$label.busy0"
+  busy_cpu > "$WORK/$label.busy0"
   (cd "$WORK" && timeout 5400 /usr/bin/time -f '%U %S' -o "$WORK/$label.cpu" \
      "$ANSIBLE_PLAYBOOK" -i "$inv" "$ROOT/playbooks/rollout.yml" "$@" > "$WORK/$label.log" 2>&1) \
     || { echo "rollout failed for $label, see $WORK/$label.log" >&2; tail -30 "$WORK/$label.log" >&2; exit 1; }
   end=$(date +%s)
-  awk -v b="$(busy)" '{printf "%.0f", b - $1}' "$WORK/$label.busy0" > "$WORK/$label.busy"
+  echo $(($(busy_cpu) - $(cat "$WORK/$label.busy0"))) > "$WORK/$label.busy"
   echo $((end - start))
 }
 
