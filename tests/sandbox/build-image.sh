@@ -128,7 +128,9 @@ echo "  $(grep -c BEGIN "$rootfs/etc/ssl/certs/ca-certificates.crt") certificate
 # pip inside the sandbox: the CA bundle (the host's pip constraints/indexes are host-specific), and no byte-compiling
 # at install time. Sandbox-only speed-up (docs/testing.md): compiling every .py of torch and SGLang's dependencies
 # to .pyc takes most of each install (docs/benchmarks.md); Python compiles what it imports on first import instead.
-# Real hosts keep pip's default (compile).
+# Real hosts keep pip's default (compile). The key is `compile = false`: pip reads a config key as the option of that
+# name, and `no-compile = true` sets --no-compile's destination to true, which compiles (its PIP_NO_COMPILE=1 does too);
+# tests/unit/sandbox/test_pip_conf.py installs a wheel under this file and checks that no .pyc was written.
 cat > "$rootfs/etc/pip.conf" <<'PIP'
 [global]
 cert = /etc/ssl/certs/ca-certificates.crt
@@ -136,7 +138,7 @@ disable-pip-version-check = true
 timeout = 120
 
 [install]
-no-compile = true
+compile = false
 PIP
 # zipimport's compiles kept on disk for Ansible's module runs in the sandbox (AnsiballZ payloads are zip archives,
 # which Python never caches); the hook's docstring says what it changes. Sandbox-only, like no-compile above: the
