@@ -196,7 +196,7 @@ INSTALLED = [(stage, "installed") for stage in STAGES]
 MATCHED = [(stage, "matched") for stage in STAGES]
 
 
-def test_one_builder_per_release_id_the_others_unpack_and_a_rerun_changes_nothing(fleet):
+def test_one_builder_per_release_id_the_others_unpack_a_rerun_changes_nothing_and_hosts_join_later(fleet):
     # two release ids: a and b share one, c and d another (a key input only they set)
     other = {"sglang_release_key_extra": {"fleet": "second"}}
     hosts = {"gpu-a": {}, "gpu-b": {}, "gpu-c": other, "gpu-d": other}
@@ -238,6 +238,53 @@ def test_one_builder_per_release_id_the_others_unpack_and_a_rerun_changes_nothin
         assert proc.recap(host)["changed"] == 0, (host, proc.out[-3000:])
     assert {p: os.stat(str(fleet.cache / p[0] / p[1] / "venv.tar.zst")).st_mtime_ns for p in archives} == mtimes
 
+    # a host added later (--limit, so the first of its group in the play) finds gpu-a's archive in the cache
+    key_ab = [p for p in archives if p[0] == rel_ab][0]
+    _host_added_later_unpacks_from_the_cache(fleet, key_ab, archives[key_ab], hosts)
+    # a damaged archive for the other release id is refused before anything is unpacked
+    key_cd = [p for p in archives if p[0] == rel_cd][0]
+    _damaged_archive_is_refused_before_unpacking(fleet, key_cd, hosts)
+
+
+def _host_added_later_unpacks_from_the_cache(fleet, key, manifest, hosts):
+    archive = fleet.cache / key[0] / key[1] / "venv.tar.zst"
+    mtime = os.stat(str(archive)).st_mtime_ns
+    fleet_e = dict(hosts, **{"gpu-e": {}})
+    # check mode first: it says what it would do and writes nothing on the new host
+    proc, lines = fleet.run(fleet_e, limit="gpu-e", check=True)
+    assert proc.ok, proc
+    assert "venv unpacked from the artifact cache" in proc.out
+    assert lines == [] and not (fleet.tmp / "hosts" / "gpu-e" / "releases").exists()
+    assert os.listdir(str(fleet.tmp / "transfer" / "gpu-e")) == []
+
+    # for real: gpu-e builds nothing, its venv is gpu-a's, the archive is untouched
+    proc, lines = fleet.run(fleet_e, limit="gpu-e")
+    assert proc.ok, proc
+    assert _by_host(lines) == {"gpu-e": MATCHED}, lines
+    assert "venv unpacked from the artifact cache %s/%s/%s" % (fleet.cache, key[0], key[1]) in proc.out
+    assert fleet.marker("gpu-e") == dict(manifest, origin="unpacked") and manifest["built_on"] == "gpu-a"
+    assert _tree(fleet.venv("gpu-e")) == _tree(fleet.venv("gpu-a"))
+    assert os.stat(str(archive)).st_mtime_ns == mtime
+
+
+def _damaged_archive_is_refused_before_unpacking(fleet, key, hosts):
+    archive = fleet.cache / key[0] / key[1] / "venv.tar.zst"
+    recorded = (fleet.cache / key[0] / key[1] / "venv.tar.zst.sha256").read_text().split()[0]
+    # still a valid zstd'd tar (it would unpack), but not the bytes the builder recorded
+    subprocess.run(["tar", "--create", "--zstd", "--file", str(archive), "--directory", str(fleet.tmp), "stages.log"],
+                   check=True)
+    actual = hashlib.sha256(archive.read_bytes()).hexdigest()
+
+    proc, lines = fleet.run(dict(hosts, **{"gpu-f": hosts["gpu-c"]}), limit="gpu-f")
+    assert not proc.ok
+    assert ("%s has sha256 %s" % (archive, actual)) in proc.out, proc.out[-4000:]
+    assert ("records %s" % recorded) in proc.out and "nothing was unpacked" in proc.out
+    # nothing unpacked, no temporary directory, no copy left behind, no stage ran on gpu-f
+    venv = fleet.tmp / "hosts" / "gpu-f" / "releases" / key[0] / "venv"
+    assert not venv.exists() and not os.path.exists(str(venv) + ".partial")
+    assert os.listdir(str(fleet.tmp / "transfer" / "gpu-f")) == []
+    assert lines == []
+
 
 def test_a_host_alone_builds_its_venv_and_archives_nothing(fleet):
     # nobody in the run would unpack it: packing it would cost a one-host fleet a minute and a GB for nothing
@@ -251,52 +298,6 @@ def test_a_host_alone_builds_its_venv_and_archives_nothing(fleet):
     proc, lines = fleet.run({"gpu-a": {}, "gpu-b": {}, "gpu-c": {"sglang_release_key_extra": {"fleet": "other"}}})
     assert proc.ok and fleet.archives() == {}, (fleet.archives(), proc.out[-3000:])
     assert _by_host(lines) == {"gpu-a": MATCHED, "gpu-b": MATCHED, "gpu-c": INSTALLED}, lines
-
-
-def test_a_host_added_later_with_limit_unpacks_from_the_cache_and_builds_nothing(fleet):
-    proc, lines = fleet.run({"gpu-a": {}, "gpu-x": {}})
-    assert proc.ok and _by_host(lines) == {"gpu-a": INSTALLED, "gpu-x": MATCHED}, proc
-    (key, manifest), = fleet.archives().items()
-    archive = fleet.cache / key[0] / key[1] / "venv.tar.zst"
-    mtime = os.stat(str(archive)).st_mtime_ns
-
-    # check mode first: it says what it would do and writes nothing on the new host
-    proc, lines = fleet.run({"gpu-a": {}, "gpu-b": {}}, limit="gpu-b", check=True)
-    assert proc.ok, proc
-    assert "venv unpacked from the artifact cache" in proc.out
-    assert lines == [] and not (fleet.tmp / "hosts" / "gpu-b" / "releases").exists()
-    assert os.listdir(str(fleet.tmp / "transfer" / "gpu-b")) == []
-
-    # gpu-b, alone in the play (so the first of its group), finds the archive in the cache: it builds nothing
-    proc, lines = fleet.run({"gpu-a": {}, "gpu-b": {}}, limit="gpu-b")
-    assert proc.ok, proc
-    assert _by_host(lines) == {"gpu-b": MATCHED}, lines
-    assert "venv unpacked from the artifact cache %s/%s/%s" % (fleet.cache, key[0], key[1]) in proc.out
-    assert fleet.marker("gpu-b") == dict(manifest, origin="unpacked") and manifest["built_on"] == "gpu-a"
-    assert _tree(fleet.venv("gpu-b")) == _tree(fleet.venv("gpu-a"))
-    assert os.stat(str(archive)).st_mtime_ns == mtime and list(fleet.archives()) == [key]
-
-
-def test_an_archive_whose_sha256_is_not_the_recorded_one_is_refused_before_unpacking(fleet):
-    proc, _lines = fleet.run({"gpu-a": {}, "gpu-x": {}})
-    assert proc.ok, proc
-    (key, _manifest), = fleet.archives().items()
-    archive = fleet.cache / key[0] / key[1] / "venv.tar.zst"
-    recorded = (fleet.cache / key[0] / key[1] / "venv.tar.zst.sha256").read_text().split()[0]
-    # a damaged archive: still a valid zstd'd tar (it would unpack), but not the bytes the builder recorded
-    subprocess.run(["tar", "--create", "--zstd", "--file", str(archive), "--directory", str(fleet.tmp), "stages.log"],
-                   check=True)
-    actual = hashlib.sha256(archive.read_bytes()).hexdigest()
-
-    proc, lines = fleet.run({"gpu-a": {}, "gpu-b": {}}, limit="gpu-b")
-    assert not proc.ok
-    assert ("%s has sha256 %s" % (archive, actual)) in proc.out, proc.out[-4000:]
-    assert ("records %s" % recorded) in proc.out and "nothing was unpacked" in proc.out
-    # nothing unpacked, no temporary directory, no copy left behind, no stage ran on gpu-b
-    venv = fleet.tmp / "hosts" / "gpu-b" / "releases" / key[0] / "venv"
-    assert not venv.exists() and not os.path.exists(str(venv) + ".partial")
-    assert os.listdir(str(fleet.tmp / "transfer" / "gpu-b")) == []
-    assert lines == []
 
 
 def test_without_sharing_every_host_builds_its_own_venv(fleet):
