@@ -84,6 +84,14 @@ options:
     description: Seconds for the O(python) probe.
     type: int
     default: 180
+  stamp_dir:
+    description:
+      - Directory of the N07 probe's stamp. With it, the probe's reading of the registries is kept in a stamp keyed
+        on the probe and on the installed closure of C(transformers) (and C(sglang) with O(probe_sglang_registry):
+        name, version and RECORD digest of each distribution), and taken from there while they match, instead of
+        importing transformers and SGLang's models again (tens of seconds of CPU on a converged host). An upgrade,
+        a reinstall or a removed package probes again. Unset, the probe runs every time.
+    type: path
   quantization:
     description: The operator's C(--quantization); wins over the checkpoint's layout. Empty = from the checkpoint.
     type: str
@@ -108,7 +116,8 @@ options:
 extends_documentation_fragment:
   - blackwell.sglang.attributes.READ_ONLY
 notes:
-  - Read-only; never changes the host.
+  - Never changes the host; with O(stamp_dir) it writes the N07 probe's stamp (outside check mode, reported as
+    C(changed=false), a cache of the check, not configuration).
 """
 
 EXAMPLES = r"""
@@ -169,7 +178,10 @@ context:
   returned: always
   type: dict
 model_support:
-  description: The N07 verdict (C(status), C(cause), C(message), C(probe)); null without O(python).
+  description:
+    - The N07 verdict (C(status), C(cause), C(message), C(probe)); null without O(python).
+    - C(probe) holds C(transformers_version), C(sglang_version), C(errors) and C(source) (C(probe) when the venv was
+      imported now, C(stamp) when a matching stamp of O(stamp_dir) gave the reading).
   returned: always
   type: dict
 speculative_draft_model_quantization:
@@ -211,12 +223,14 @@ kv_cache:
     warnings: {description: "Warnings (also emitted as Ansible warnings).", type: list, elements: str}
 """
 
+import hashlib
 import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.blackwell.sglang.plugins.module_utils import _checkpoint
+from ansible_collections.blackwell.sglang.plugins.module_utils import _venv_state as venv_state
 from ansible_collections.blackwell.sglang.plugins.module_utils._server_flags import parse_cc
 
 HF_TRANSFER_PROBE = "import hf_transfer"
@@ -253,11 +267,27 @@ def check_hf_transfer(module, params, result):
                          cause="hf_transfer_missing", **result)
 
 
-def check_model_type(module, params, facts, result):
-    """N07: the venv's transformers (and SGLang) must know the checkpoint's model_type."""
-    if not params["python"]:
-        return None
+def read_model_support(module, params):
+    """The registries the N07 check compares against: the probe's JSON (``transformers_version``,
+    ``config_mapping``, ``sglang_version``, ``sglang_archs``, ``errors``) and where it came from (``probe`` or
+    ``stamp``). A reading without errors is stamped (O(stamp_dir)); one with errors is never kept."""
     argv = ["-c", _checkpoint.MODEL_SUPPORT_PROBE, "1" if params["probe_sglang_registry"] else "0"]
+    stamp = state = None
+    if params["stamp_dir"]:
+        inputs = {"probe": argv}
+        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+        stamp = dict(path=os.path.join(params["stamp_dir"], "sglang_service-model-support-%s.json" % digest),
+                     inputs=venv_state.inputs_digest(inputs, params["python"]))
+        names = ["transformers"] + (["sglang"] if params["probe_sglang_registry"] else [])
+        try:
+            state = venv_state.read_state(lambda cmd: module.run_command(cmd, errors="replace"), params["python"],
+                                          (), names)
+        except RuntimeError:
+            state = None
+        if state is not None:
+            loaded = venv_state.load_stamp(stamp["path"])
+            if venv_state.evaluate(loaded, stamp["inputs"], state)[0] and isinstance(loaded.get("result"), dict):
+                return loaded["result"], "stamp"
     rc, out, err = run_probe(module, params["python"], argv, params["probe_timeout"])
     probe = None
     if rc == 0:
@@ -267,8 +297,22 @@ def check_model_type(module, params, facts, result):
             probe = None
     if probe is None:
         probe = {"errors": ["probe exited %s: %s" % (rc, (err or out)[-500:])]}
+    elif stamp and state is not None and not probe.get("errors") and not module.check_mode:
+        try:
+            venv_state.write_stamp(stamp["path"], venv_state.build_stamp(stamp["inputs"], state, {}, probe))
+        except (IOError, OSError) as exc:
+            module.warn("cannot write the model-support stamp %s: %s" % (stamp["path"], exc))
+    return probe, "probe"
+
+
+def check_model_type(module, params, facts, result):
+    """N07: the venv's transformers (and SGLang) must know the checkpoint's model_type."""
+    if not params["python"]:
+        return None
+    probe, source = read_model_support(module, params)
     verdict = _checkpoint.check_model_support(facts.get("model_type"), facts.get("architectures"), probe)
     verdict["probe"] = dict((k, probe.get(k)) for k in ("transformers_version", "sglang_version", "errors"))
+    verdict["probe"]["source"] = source
     if verdict["status"] == "fail":
         module.fail_json(msg=verdict["message"], cause=verdict["cause"], model_support=verdict, **result)
     if verdict["status"] == "skip":
@@ -292,6 +336,7 @@ def main():
             python=dict(type="path"),
             probe_sglang_registry=dict(type="bool", default=True),
             probe_timeout=dict(type="int", default=180),
+            stamp_dir=dict(type="path"),
             quantization=dict(type="str", default=""),
             quantization_choices=dict(type="list", elements="str"),
             speculative=dict(type="dict", default={}),

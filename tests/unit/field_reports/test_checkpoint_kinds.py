@@ -247,6 +247,66 @@ def test_n07_known_model_type_passes(tmp_path):
     assert not result.get("failed") and result["model_support"]["status"] == "pass"
 
 
+def _venv_with_transformers(tmp_path, model_types):
+    """A real venv (this interpreter, no pip) holding a stand-in ``transformers`` distribution: its registry lists
+    ``model_types``, each import appends a line to ``imports.log``; packaging is copied in for the stamp's reader."""
+    import packaging
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    pkg = os.path.join(site, "transformers")
+    os.makedirs(os.path.join(pkg, "models", "auto"))
+    with open(os.path.join(pkg, "__init__.py"), "w") as handle:
+        handle.write("__version__ = '5.2.0'\nopen(%r, 'a').write('import\\n')\n" % str(tmp_path / "imports.log"))
+    for sub in ("models", os.path.join("models", "auto")):
+        open(os.path.join(pkg, sub, "__init__.py"), "w").close()
+    with open(os.path.join(pkg, "models", "auto", "configuration_auto.py"), "w") as handle:
+        handle.write("CONFIG_MAPPING_NAMES = %r\n" % {t: t for t in model_types})
+    info = os.path.join(site, "transformers-5.2.0.dist-info")
+    os.makedirs(info)
+    with open(os.path.join(info, "METADATA"), "w") as handle:
+        handle.write("Metadata-Version: 2.1\nName: transformers\nVersion: 5.2.0\n")
+    with open(os.path.join(info, "RECORD"), "w") as handle:
+        handle.write("transformers/__init__.py,,\n")
+    subprocess.run(["cp", "-r", os.path.dirname(packaging.__file__), site], check=True, timeout=60)
+    return str(venv / "bin" / "python"), os.path.join(info, "RECORD")
+
+
+def test_n07_a_converged_venv_reads_the_registry_from_its_stamp(tmp_path):
+    """With stamp_dir the probe runs once; the next run takes its reading from the stamp (nothing imported) while
+    transformers' installed files are the same, and a reinstall (another RECORD) probes again."""
+    python, record = _venv_with_transformers(tmp_path, ["llama", "qwen3_5_moe"])
+    args = {"model_path": checkpoint(tmp_path, QWEN35), "compute_capability": "12.0", "python": python,
+            "probe_sglang_registry": False, "stamp_dir": str(tmp_path / "stamps")}
+    imports = tmp_path / "imports.log"
+    sources = []
+    for step in ("first", "converged", "reinstalled"):
+        if step == "reinstalled":
+            with open(record, "a") as handle:
+                handle.write("transformers/models/__init__.py,,\n")
+        result = run_module("sglang_checkpoint_facts", args, tmp_path)
+        assert not result.get("failed") and result["model_support"]["status"] == "pass", result
+        assert result["model_support"]["probe"]["transformers_version"] == "5.2.0"
+        sources.append(result["model_support"]["probe"]["source"])
+    assert sources == ["probe", "stamp", "probe"]
+    assert imports.read_text().count("import") == 2
+    assert len(os.listdir(tmp_path / "stamps")) == 1
+
+
+def test_n07_a_stamped_reading_still_refuses_an_unknown_model_type(tmp_path):
+    """The stamp keeps the registry, not the verdict: another checkpoint is judged against it."""
+    python, _ = _venv_with_transformers(tmp_path, ["llama"])
+    args = {"compute_capability": "12.0", "python": python, "probe_sglang_registry": False,
+            "stamp_dir": str(tmp_path / "stamps")}
+    first = run_module("sglang_checkpoint_facts", dict(args, model_path=checkpoint(tmp_path, {
+        "model_type": "llama", "architectures": ["LlamaForCausalLM"]}, name="llama")), tmp_path)
+    assert first["model_support"]["status"] == "pass", first
+    second = run_module("sglang_checkpoint_facts", dict(args, model_path=checkpoint(tmp_path, QWEN35)), tmp_path)
+    assert second.get("failed") and "qwen3_5_moe not in transformers 5.2.0" in second["msg"], second
+    assert second["model_support"]["probe"]["source"] == "stamp"
+
+
 def test_n07_probe_runs_in_a_real_interpreter():
     """The probe script itself, in this test's python (transformers may be absent: then a clean skip)."""
     proc = subprocess.run([sys.executable, "-c", _checkpoint.MODEL_SUPPORT_PROBE, "0"], capture_output=True,
