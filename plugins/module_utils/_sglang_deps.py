@@ -15,8 +15,6 @@ then the requirements computed here:
   so pip can only fail, never swap it.
 * :func:`report_changes` reads ``pip install --dry-run --report`` JSON and names every protected distribution that
   the resolution would install or replace, and who asked for it, before anything changes.
-* :func:`report_requirements` turns that report into exact requirement lines, so that the install that follows takes
-  the resolution that was checked (``--no-deps``) instead of resolving a second time.
 * :func:`classify_pip_failure` turns pip/uv output into one stable verdict name.
 
 Pure Python, standard library only (packaging where importable, for the name rule): it runs on the controller
@@ -205,39 +203,6 @@ def report_changes(report, installed=None, protected=DEFAULT_PROTECTED):
     else:
         verdict = "ok"
     return {"ok": not changes, "verdict": verdict, "changes": changes, "install_count": len(items)}
-
-
-def report_requirements(report):
-    """The resolution of a ``pip install --dry-run --report`` as requirement lines that install exactly it.
-
-    Installed with ``pip install --no-deps``, the lines give the venv the distributions the dry run resolved and
-    :func:`report_changes` checked, without a second resolution (pip's resolver is the slow part of SGLang's
-    dependency install: about half of it on the sandbox, docs/benchmarks.md).
-
-    :param report: the parsed report (dict with an ``install`` list; pip >= 22.2, installation report version 1).
-    :returns: list of str in the report's order: ``name==version`` for a distribution from an index, ``name @ url``
-        for a direct reference (``is_direct``; a VCS one as ``name @ git+url@commit``). Empty when pip would install
-        nothing.
-    :raises ValueError: an item without a name or version, or a direct reference without its URL.
-    """
-    lines = []
-    for item in (report or {}).get("install") or ():
-        meta = item.get("metadata") or {}
-        name, version = meta.get("name"), meta.get("version")
-        if not name or not version:
-            raise ValueError("pip's report has an item without a name or version: %r" % (meta,))
-        if not item.get("is_direct"):
-            lines.append("%s==%s" % (name, version))
-            continue
-        info = item.get("download_info") or {}
-        url = info.get("url")
-        if not url:
-            raise ValueError("pip's report has the direct reference %s without its URL" % name)
-        vcs = info.get("vcs_info")
-        if vcs:
-            url = "%s+%s@%s" % (vcs.get("vcs", "git"), url, vcs.get("commit_id") or vcs.get("requested_revision"))
-        lines.append("%s @ %s" % (name, url))
-    return lines
 
 
 # Ordered: the first rule that matches names the failure.

@@ -193,9 +193,6 @@ pip_dry_run:
     - With I(pip_dry_run), pip's C(rc), C(stdout) and C(stderr), and C(check) (null when pip failed) - C(ok),
       C(verdict) (C(ok), C(torch_replaced), C(protected_package_changed)), C(changes) (C({name, from, to,
       required_by, text}) against the distributions installed now) and C(install_count).
-    - C(requirements) (null when pip failed) is the resolution as exact requirement lines (C(name==version), or
-      C(name @ url) for a direct reference): installed with C(--no-deps), they give the venv what was checked,
-      without resolving again.
   returned: when I(pip_dry_run) is given
   type: dict
 """
@@ -282,15 +279,13 @@ def dry_run(module, python, pip_args, installed, protected):
     """``pip install --dry-run --report -``: pip's output and, when it resolved, the protected changes it plans."""
     rc, out, err = module.run_command([python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-"]
                                       + list(pip_args))
-    check = requirements = None
+    check = None
     if rc == 0:
         try:
-            report = json.loads(out)
-            check = deps.report_changes(report, installed=installed, protected=protected)
-            requirements = deps.report_requirements(report)
+            check = deps.report_changes(json.loads(out), installed=installed, protected=protected)
         except ValueError as exc:
-            module.fail_json(msg="pip_dry_run: pip printed no usable JSON report (%s): %s" % (exc, out[-1000:]))
-    return {"rc": rc, "stdout": out, "stderr": err, "check": check, "requirements": requirements}
+            module.fail_json(msg="pip_dry_run: pip printed no JSON report (%s): %s" % (exc, out[-1000:]))
+    return {"rc": rc, "stdout": out, "stderr": err, "check": check}
 
 
 if __name__ == "__main__":

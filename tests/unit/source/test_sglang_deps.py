@@ -7,7 +7,6 @@ of the filtered requirements next to torch 2.13.0+cpu.
 
 import json
 import os
-import re
 
 import pytest
 
@@ -128,39 +127,6 @@ def test_report_torch_swap_is_torch_replaced():
 def test_report_clean():
     report = {"install": [{"metadata": {"name": "numpy", "version": "2.4.6"}}]}
     assert deps.report_changes(report) == {"ok": True, "verdict": "ok", "changes": [], "install_count": 1}
-
-
-def test_report_requirements_pin_the_resolution_exactly():
-    """The install after the dry run takes its resolution as it is (pip install --no-deps): every item of the real
-    report once, as name==version, in the report's order."""
-    lines = deps.report_requirements(REPORT)
-    assert len(lines) == len(REPORT["install"]) > 100
-    assert lines[0] == "blobfile==3.0.0"
-    assert all(re.fullmatch(r"[A-Za-z0-9._-]+==[^\s=]+", line) for line in lines), lines
-    assert deps.report_requirements({"install": []}) == [] and deps.report_requirements(None) == []
-
-
-def test_report_requirements_keep_direct_references():
-    report = {"install": [
-        {"metadata": {"name": "numpy", "version": "2.4.6"}, "is_direct": False,
-         "download_info": {"url": "https://files.example/numpy-2.4.6.whl", "archive_info": {}}},
-        {"metadata": {"name": "local-pkg", "version": "1.0"}, "is_direct": True,
-         "download_info": {"url": "file:///srv/wheels/local_pkg-1.0-py3-none-any.whl", "archive_info": {}}},
-        {"metadata": {"name": "vcs-pkg", "version": "0.1"}, "is_direct": True,
-         "download_info": {"url": "https://git.example/vcs-pkg", "vcs_info": {"vcs": "git", "commit_id": "ab12"}}},
-    ]}
-    assert deps.report_requirements(report) == [
-        "numpy==2.4.6", "local-pkg @ file:///srv/wheels/local_pkg-1.0-py3-none-any.whl",
-        "vcs-pkg @ git+https://git.example/vcs-pkg@ab12"]
-
-
-@pytest.mark.parametrize("item", [
-    {"metadata": {"name": "numpy"}},
-    {"metadata": {"name": "x", "version": "1"}, "is_direct": True, "download_info": {}},
-], ids=["no-version", "direct-without-url"])
-def test_report_requirements_refuse_an_item_they_cannot_pin(item):
-    with pytest.raises(ValueError):
-        deps.report_requirements({"install": [item]})
 
 
 # Verbatim outputs from field report F-B19.

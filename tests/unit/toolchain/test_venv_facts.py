@@ -124,8 +124,6 @@ def test_the_sglang_install_plan_the_dry_run_and_the_drift_of_the_protected_set(
     dry = result["pip_dry_run"]
     assert dry["rc"] == 0 and dry["check"]["verdict"] == "protected_package_changed"
     assert dry["check"]["changes"][0]["text"] == "install torchvision 0.28.0 (required by timm)"
-    # the resolution as exact pins, for the install that follows without resolving again
-    assert len(dry["requirements"]) == dry["check"]["install_count"] and "torchvision==0.28.0" in dry["requirements"]
     assert (tmp_path / "pip-argv.txt").read_text().split() == [
         "-m", "pip", "install", "--dry-run", "--quiet", "--report", "-",
         "-r", "/state/requirements.txt", "-c", "/state/constraints.txt"]
@@ -141,7 +139,6 @@ def test_a_dry_run_pip_cannot_resolve_and_a_bad_selection(tmp_path):
     python = _pip_stand_in(tmp_path, rc=1, out="", err="ERROR: ResolutionImpossible: for help visit ...")
     result = _module(tmp_path, site, {"python": python, "pip_dry_run": ["-r", "r.txt"], "protected": ["torch"]})
     assert result["pip_dry_run"]["rc"] == 1 and result["pip_dry_run"]["check"] is None
-    assert result["pip_dry_run"]["requirements"] is None
     assert "ResolutionImpossible" in result["pip_dry_run"]["stderr"]
     bad = _module(tmp_path, site, {"python": python, "select_requirements": {"of": "sglang", "mode": "bogus"}})
     assert bad["failed"] and bad["msg"].startswith("select_requirements: dependencies must be 'all', 'none'")
