@@ -4,6 +4,8 @@
 import os
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
@@ -15,3 +17,13 @@ COLLECTIONS = os.path.join(ROOT, "collections")
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 if COLLECTIONS not in sys.path:
     sys.path.insert(0, COLLECTIONS)
+
+
+@pytest.fixture(scope="session")
+def batches(tmp_path_factory):
+    """The run's shared batch results (harness.Batches): under pytest-xdist in the directory every worker's temporary
+    directory is made in, named after the run's id, so that the workers of one run share them and no other run does."""
+    import harness  # pylint: disable=import-outside-toplevel
+    base = tmp_path_factory.getbasetemp()
+    uid = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    return harness.Batches(str(base.parent / ("bad-input-batches-" + uid)) if uid else str(base / "bad-input-batches"))

@@ -151,9 +151,13 @@ CASES = [
 ]
 
 
+BATCH = {case_id: (role, tasks_from, overrides) for case_id, role, tasks_from, overrides, _ in CASES}
+
+
 @pytest.mark.parametrize("case_id, role, tasks_from, overrides, needles", CASES, ids=[c[0] for c in CASES])
-def test_refused_by_the_roles_first_check(tmp_path, case_id, role, tasks_from, overrides, needles):
-    run = run_role(tmp_path, role, overrides, tasks_from=tasks_from)
+def test_refused_by_the_roles_first_check(batches, tmp_path, case_id, role, tasks_from, overrides, needles):
+    run = batches.run("inputs_first", BATCH, case_id,
+                      lambda got: got.refused_by(CHECK, *needles) and GOOD_KEY not in got.out, tmp_path)
     assert run.refused_by(CHECK, *needles), (run.failed_task(), run)
     assert GOOD_KEY not in run.out, "the API key is masked in the message"
 

@@ -3,8 +3,6 @@ named check before the first task that could change the host."""
 
 import pytest
 
-from harness import run_role
-
 CASES = [
     # (id, role, tasks_from, vars, needles)
     ("src-ref-shell", "sglang_source", None, {"sglang_stack_sglang_ref": "main; rm -rf /"},
@@ -86,7 +84,10 @@ CASES = [
 ]
 
 
+BATCH = {case_id: (role, tasks_from, overrides) for case_id, role, tasks_from, overrides, _ in CASES}
+
+
 @pytest.mark.parametrize("case_id, role, tasks_from, overrides, needles", CASES, ids=[c[0] for c in CASES])
-def test_role_refuses_before_any_change(tmp_path, case_id, role, tasks_from, overrides, needles):
-    run = run_role(tmp_path, role, overrides, tasks_from=tasks_from)
+def test_role_refuses_before_any_change(batches, tmp_path, case_id, role, tasks_from, overrides, needles):
+    run = batches.run("other_roles", BATCH, case_id, lambda got: got.refused_before_change(*needles), tmp_path)
     assert run.refused_before_change(*needles), run

@@ -52,9 +52,12 @@ CASES = [
 ]
 
 
+BATCH = {case_id: ("sglang_service", None, dict(BASE, **overrides)) for case_id, overrides, _ in CASES}
+
+
 @pytest.mark.parametrize("case_id, overrides, needles", CASES, ids=[c[0] for c in CASES])
-def test_service_refuses_before_any_change(tmp_path, case_id, overrides, needles):
-    run = run_role(tmp_path, "sglang_service", dict(BASE, **overrides))
+def test_service_refuses_before_any_change(batches, tmp_path, case_id, overrides, needles):
+    run = batches.run("service_role", BATCH, case_id, lambda got: got.refused_before_change(*needles), tmp_path)
     assert run.refused_before_change(*needles), run
 
 

@@ -66,9 +66,13 @@ OWN_SETTINGS = {
 }
 
 
+BATCH = {case_id: ("preflight", None, overrides) for case_id, overrides, _ in CASES}
+
+
 @pytest.mark.parametrize("case_id, overrides, needles", CASES, ids=[c[0] for c in CASES])
-def test_preflight_refuses_a_retired_name(tmp_path, case_id, overrides, needles):
-    run = run_role(tmp_path, "preflight", overrides)
+def test_preflight_refuses_a_retired_name(batches, tmp_path, case_id, overrides, needles):
+    run = batches.run("stack_contract", BATCH, case_id,
+                      lambda got: got.refused_before_change("stack contract:", *needles), tmp_path)
     assert run.refused_before_change("stack contract:", *needles), run
 
 

@@ -1,0 +1,45 @@
+"""The batch harness (harness.Batches) answers a case only from that case's own host lines, and leaves a case it
+cannot decide to a run of its own."""
+
+import harness
+
+OUT = """PLAY [bad input batch] *********************************************************
+
+TASK [blackwell.sglang.preflight : Check the stack contract's types] ***********
+fatal: [a]: FAILED! => {"changed": false, "msg": "sglang_stack_service_port must be in 1-65535, got \\"70000\\""}
+ok: [b]
+
+TASK [blackwell.sglang.preflight : Read GPUs, driver, topology and PCIe P2P state] ***
+fatal: [b]: FAILED! => {"changed": false, "msg": "no GPU"}
+fatal: [a]: FAILED! => {"changed": false, "msg": "a second failure is not the host's first"}
+"""
+
+
+def test_each_host_gets_its_first_failure_with_its_task_header():
+    got = harness._parse_batch(OUT + "\nPLAY RECAP\na : ok=1 changed=0 unreachable=0 failed=1 skipped=0\n"
+                               "b : ok=2 changed=0 unreachable=0 failed=1 skipped=0\nc : ok=3 changed=0 "
+                               "unreachable=0 failed=0 skipped=0\n", {"a", "b", "c"}, 2, None)
+    a = harness.HostRun(got["a"]["rc"], got["a"]["out"], got["a"]["blocked"])
+    assert a.failed_task() == "blackwell.sglang.preflight : Check the stack contract's types"
+    assert a.refused_before_change('got "70000"') and "second failure" not in a.out and "no GPU" not in a.out
+    assert got["b"]["rc"] == 2 and "no GPU" in got["b"]["out"] and "70000" not in got["b"]["out"]
+    assert got["c"] == {"rc": 0, "out": "", "blocked": None}
+
+
+def test_a_run_ended_by_a_blocked_task_leaves_the_hosts_still_going_undecided():
+    got = harness._parse_batch(OUT, {"a", "b", "c"}, 97, "ansible.builtin.file\tCreate the directory")
+    assert got["a"]["rc"] == 2 and got["b"]["rc"] == 2
+    c = harness.HostRun(got["c"]["rc"], got["c"]["out"], got["c"]["blocked"])
+    assert c.blocked and not c.refused_before_change()
+
+
+def test_a_case_the_batch_cannot_answer_runs_alone(tmp_path, monkeypatch):
+    batches = harness.Batches(str(tmp_path / "batches"))
+    monkeypatch.setattr(harness, "run_batch", lambda workdir, cases: {"x": {"rc": 0, "out": "", "blocked": None},
+                                                                      "__batch__": {"rc": 0, "tail": ""}})
+    alone = []
+    monkeypatch.setattr(harness, "run_role", lambda tmp, role, variables, tasks_from=None: alone.append(role) or "own")
+    cases = {"x": ("preflight", None, {"preflight_min_disk_gb": -5})}
+    assert batches.run("t", cases, "x", lambda got: got.refused_before_change(), tmp_path) == "own"
+    assert alone == ["preflight"]
+    assert (tmp_path / "batches" / "t.alone").read_text() == "x\n"
