@@ -87,8 +87,8 @@ options:
   stamp_dir:
     description:
       - Directory of the N07 probe's stamp. With it, the probe's reading of the registries is kept in a stamp keyed
-        on the probe and on the installed closure of C(transformers) (and C(sglang) with O(probe_sglang_registry):
-        name, version and RECORD digest of each distribution), and taken from there while they match, instead of
+        on the probe and on the installed closure of C(transformers) (and C(sglang) with O(probe_sglang_registry);
+        the name, version and RECORD digest of each distribution), and taken from there while they match, instead of
         importing transformers and SGLang's models again (tens of seconds of CPU on a converged host). An upgrade,
         a reinstall or a removed package probes again. Unset, the probe runs every time.
     type: path

@@ -151,7 +151,7 @@ CASES = [
 ]
 
 
-BATCH = {case_id: (role, tasks_from, overrides) for case_id, role, tasks_from, overrides, _ in CASES}
+BATCH = {case_id: (role, tasks_from, overrides) for case_id, role, tasks_from, overrides, _needles in CASES}
 
 
 @pytest.mark.parametrize("case_id, role, tasks_from, overrides, needles", CASES, ids=[c[0] for c in CASES])

@@ -52,7 +52,7 @@ CASES = [
 ]
 
 
-BATCH = {case_id: ("sglang_service", None, dict(BASE, **overrides)) for case_id, overrides, _ in CASES}
+BATCH = {case_id: ("sglang_service", None, dict(BASE, **overrides)) for case_id, overrides, _needles in CASES}
 
 
 @pytest.mark.parametrize("case_id, overrides, needles", CASES, ids=[c[0] for c in CASES])

@@ -66,7 +66,7 @@ OWN_SETTINGS = {
 }
 
 
-BATCH = {case_id: ("preflight", None, overrides) for case_id, overrides, _ in CASES}
+BATCH = {case_id: ("preflight", None, overrides) for case_id, overrides, _needles in CASES}
 
 
 @pytest.mark.parametrize("case_id, overrides, needles", CASES, ids=[c[0] for c in CASES])

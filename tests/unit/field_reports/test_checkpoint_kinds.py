@@ -296,7 +296,7 @@ def test_n07_a_converged_venv_reads_the_registry_from_its_stamp(tmp_path):
 
 def test_n07_a_stamped_reading_still_refuses_an_unknown_model_type(tmp_path):
     """The stamp keeps the registry, not the verdict: another checkpoint is judged against it."""
-    python, _ = _venv_with_transformers(tmp_path, ["llama"])
+    python = _venv_with_transformers(tmp_path, ["llama"])[0]
     args = {"compute_capability": "12.0", "python": python, "probe_sglang_registry": False,
             "stamp_dir": str(tmp_path / "stamps")}
     first = run_module("sglang_checkpoint_facts", dict(args, model_path=checkpoint(tmp_path, {
