@@ -11,6 +11,7 @@ import json
 import os
 import pathlib
 import re
+import subprocess
 import sys
 
 import yaml
@@ -25,6 +26,7 @@ class Run(object):
     def __init__(self, proc, blocked):
         self.rc = proc.returncode
         self.out = proc.stdout + proc.stderr
+        self.whole = self.out
         self.blocked = blocked
 
     def refused_before_change(self, *needles):
@@ -97,25 +99,32 @@ _RECAP = re.compile(r"^(\S+)\s+:\s+ok=\d+\s+changed=\d+\s+unreachable=(\d+)\s+fa
 
 class HostRun(Run):
     """One case's share of a batch, shaped as :class:`Run` (``rc``, ``out``, ``blocked``): ``out`` is the host's first
-    failure as the single-host output shows it (the task header, then the ``fatal:`` line and its message)."""
+    failure as the single-host output shows it (the task header, then the ``fatal:`` line and its message);
+    ``whole`` is the batch's whole output (what a secret must not be found in)."""
 
-    def __init__(self, rc, out, blocked):  # pylint: disable=super-init-not-called
+    def __init__(self, rc, out, blocked, whole=""):  # pylint: disable=super-init-not-called
         self.rc = rc
         self.out = out
         self.blocked = blocked
+        self.whole = whole
 
 
 def _parse_batch(stdout, hosts, rc, blocked):
+    """Each host's result from the batch's output: its first failure that was not ignored (rc 2) when its recap
+    says it failed; rc 97 (undecided, ``blocked``) for every host when the run has no recap (it ended at a blocked
+    task, or a rescued failure could have gone on); rc 0 for a host whose recap has no failure."""
     first = {}
     task = None
     recap = {}
-    for line in stdout.splitlines():
+    lines = stdout.splitlines()
+    for number, line in enumerate(lines):
         head = _TASK.match(line)
         if head:
             task = head.group(1)
             continue
         fatal = _FATAL.match(line)
-        if fatal and fatal.group(1) in hosts and fatal.group(1) not in first:
+        ignored = number + 1 < len(lines) and lines[number + 1].strip() == "...ignoring"
+        if fatal and not ignored and fatal.group(1) in hosts and fatal.group(1) not in first:
             try:
                 msg = json.loads(fatal.group(2)).get("msg", "")
             except ValueError:
@@ -126,12 +135,12 @@ def _parse_batch(stdout, hosts, rc, blocked):
             recap[end.group(1)] = int(end.group(2)) + int(end.group(3))
     results = {}
     for host in hosts:
-        if host in first:
-            results[host] = {"rc": 2, "out": first[host], "blocked": None}
-        elif rc == 97:    # the run ended at a blocked task while this host was still going: undecided
+        if host not in recap:
             results[host] = {"rc": 97, "out": "", "blocked": blocked}
+        elif recap[host] and host in first:
+            results[host] = {"rc": 2, "out": first[host], "blocked": None}
         else:
-            results[host] = {"rc": 2 if recap.get(host) else 0, "out": "", "blocked": None}
+            results[host] = {"rc": 2 if recap[host] else 0, "out": "", "blocked": None}
     return results
 
 
@@ -139,7 +148,7 @@ def run_batch(workdir, cases, timeout=600):
     """Run ``cases`` ({case id: (role, tasks_from or None, vars)}) as one --check play, one local host per case.
 
     :returns: {case id: {"rc", "out", "blocked"}} (see :class:`HostRun`), plus ``"__batch__"``: the run's exit
-        status and output tail, for a failure message.
+        status and whole output.
     """
     os.makedirs(workdir, exist_ok=True)
     hosts, includes = {}, {}
@@ -163,7 +172,7 @@ def run_batch(workdir, cases, timeout=600):
                                 env=block_env(tmp, {"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}), cwd=tmp)
     blocked = log.read_text().strip() if log.exists() else None
     results = _parse_batch(proc.stdout, set(cases), proc.rc, blocked)
-    results["__batch__"] = {"rc": proc.rc, "tail": (proc.stdout + proc.stderr)[-3000:]}
+    results["__batch__"] = {"rc": proc.rc, "out": proc.stdout + proc.stderr}
     return results
 
 
@@ -181,7 +190,10 @@ class Batches(object):
             with open(os.path.join(self.root, name + ".lock"), "w", encoding="utf-8") as lock:
                 fcntl.flock(lock, fcntl.LOCK_EX)
                 if not os.path.exists(path):
-                    results = run_batch(os.path.join(self.root, name), cases)
+                    try:
+                        results = run_batch(os.path.join(self.root, name), cases)
+                    except (subprocess.SubprocessError, OSError) as exc:   # every case then runs alone, once each
+                        results = {"__batch__": {"rc": None, "out": "", "error": repr(exc)}}
                     with open(path + ".tmp", "w", encoding="utf-8") as handle:
                         json.dump(results, handle)
                     os.rename(path + ".tmp", path)
@@ -192,9 +204,10 @@ class Batches(object):
     def run(self, name, cases, case_id, passes, tmp_path):
         """Case ``case_id`` of the list ``name``: its batch result when ``passes(result)`` holds, else the result of
         running it alone (:func:`run_role`), the one to assert on."""
-        got = self._results(name, cases).get(case_id)
+        results = self._results(name, cases)
+        got = results.get(case_id)
         if got is not None:
-            host = HostRun(got["rc"], got["out"], got["blocked"])
+            host = HostRun(got["rc"], got["out"], got["blocked"], results["__batch__"]["out"])
             if passes(host):
                 return host
         with open(os.path.join(self.root, name + ".alone"), "a", encoding="utf-8") as handle:

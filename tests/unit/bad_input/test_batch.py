@@ -26,17 +26,38 @@ def test_each_host_gets_its_first_failure_with_its_task_header():
     assert got["c"] == {"rc": 0, "out": "", "blocked": None}
 
 
-def test_a_run_ended_by_a_blocked_task_leaves_the_hosts_still_going_undecided():
+def test_a_run_ended_by_a_blocked_task_leaves_every_host_undecided():
+    """Without a recap a failure may have been rescued and the host gone on: no host's answer is taken."""
     got = harness._parse_batch(OUT, {"a", "b", "c"}, 97, "ansible.builtin.file\tCreate the directory")
-    assert got["a"]["rc"] == 2 and got["b"]["rc"] == 2
-    c = harness.HostRun(got["c"]["rc"], got["c"]["out"], got["c"]["blocked"])
-    assert c.blocked and not c.refused_before_change()
+    for host in "abc":
+        run = harness.HostRun(got[host]["rc"], got[host]["out"], got[host]["blocked"])
+        assert run.blocked and not run.refused_before_change(), host
+
+
+def test_an_ignored_or_rescued_failure_is_no_refusal():
+    out = ("TASK [r : Probe] ***\nfatal: [a]: FAILED! => {\"msg\": \"probe failed\"}\n...ignoring\n"
+           "TASK [r : Rescued] ***\nfatal: [b]: FAILED! => {\"msg\": \"rescued\"}\n"
+           "PLAY RECAP\na : ok=3 changed=0 unreachable=0 failed=0 skipped=0\n"
+           "b : ok=3 changed=0 unreachable=0 failed=0 skipped=0 rescued=1\n")
+    got = harness._parse_batch(out, {"a", "b"}, 0, None)
+    assert got["a"] == {"rc": 0, "out": "", "blocked": None} and got["b"] == {"rc": 0, "out": "", "blocked": None}
+
+
+def test_a_batch_that_crashes_leaves_every_case_to_run_alone(tmp_path, monkeypatch):
+    def crash(workdir, cases):
+        raise harness.subprocess.TimeoutExpired(["ansible-playbook"], 600)
+    monkeypatch.setattr(harness, "run_batch", crash)
+    monkeypatch.setattr(harness, "run_role", lambda tmp, role, variables, tasks_from=None: "own")
+    batches = harness.Batches(str(tmp_path / "batches"))
+    cases = {"x": ("preflight", None, {}), "y": ("preflight", None, {})}
+    assert [batches.run("t", cases, c, lambda got: True, tmp_path) for c in "xy"] == ["own", "own"]
+    assert (tmp_path / "batches" / "t.alone").read_text() == "x\ny\n"
 
 
 def test_a_case_the_batch_cannot_answer_runs_alone(tmp_path, monkeypatch):
     batches = harness.Batches(str(tmp_path / "batches"))
     monkeypatch.setattr(harness, "run_batch", lambda workdir, cases: {"x": {"rc": 0, "out": "", "blocked": None},
-                                                                      "__batch__": {"rc": 0, "tail": ""}})
+                                                                      "__batch__": {"rc": 0, "out": ""}})
     alone = []
     monkeypatch.setattr(harness, "run_role", lambda tmp, role, variables, tasks_from=None: alone.append(role) or "own")
     cases = {"x": ("preflight", None, {"preflight_min_disk_gb": -5})}

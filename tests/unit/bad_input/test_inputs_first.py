@@ -157,9 +157,9 @@ BATCH = {case_id: (role, tasks_from, overrides) for case_id, role, tasks_from, o
 @pytest.mark.parametrize("case_id, role, tasks_from, overrides, needles", CASES, ids=[c[0] for c in CASES])
 def test_refused_by_the_roles_first_check(batches, tmp_path, case_id, role, tasks_from, overrides, needles):
     run = batches.run("inputs_first", BATCH, case_id,
-                      lambda got: got.refused_by(CHECK, *needles) and GOOD_KEY not in got.out, tmp_path)
+                      lambda got: got.refused_by(CHECK, *needles) and GOOD_KEY not in got.whole, tmp_path)
     assert run.refused_by(CHECK, *needles), (run.failed_task(), run)
-    assert GOOD_KEY not in run.out, "the API key is masked in the message"
+    assert GOOD_KEY not in run.whole, "the API key is masked in the message"
 
 
 def test_wrong_type_in_the_contract_is_named_as_a_type_error(tmp_path):

@@ -307,6 +307,22 @@ def test_n07_a_stamped_reading_still_refuses_an_unknown_model_type(tmp_path):
     assert second["model_support"]["probe"]["source"] == "stamp"
 
 
+def test_n07_no_stamp_from_check_mode_or_from_a_reading_with_errors(tmp_path):
+    """Check mode reads a stamp but writes none; a probe that could not read the registry is never kept."""
+    python, _record = _venv_with_transformers(tmp_path, ["qwen3_5_moe"])
+    args = {"model_path": checkpoint(tmp_path, QWEN35), "compute_capability": "12.0", "python": python,
+            "probe_sglang_registry": False, "stamp_dir": str(tmp_path / "stamps")}
+    checked = run_module("sglang_checkpoint_facts", dict(args, _ansible_check_mode=True), tmp_path)
+    assert checked["model_support"]["status"] == "pass" and checked["model_support"]["probe"]["source"] == "probe"
+    assert not (tmp_path / "stamps").exists()
+    registry = os.path.join(os.path.dirname(_record), "..", "transformers", "models", "auto", "configuration_auto.py")
+    with open(registry, "w") as handle:
+        handle.write("raise ImportError('broken registry')\n")
+    broken = run_module("sglang_checkpoint_facts", args, tmp_path)
+    assert broken["model_support"]["status"] == "skip" and "broken registry" in json.dumps(broken["model_support"])
+    assert not (tmp_path / "stamps").exists() or os.listdir(tmp_path / "stamps") == []
+
+
 def test_n07_probe_runs_in_a_real_interpreter():
     """The probe script itself, in this test's python (transformers may be absent: then a clean skip)."""
     proc = subprocess.run([sys.executable, "-c", _checkpoint.MODEL_SUPPORT_PROBE, "0"], capture_output=True,
