@@ -109,7 +109,7 @@ class HostRun(Run):
         self.whole = whole
 
 
-def _parse_batch(stdout, hosts, rc, blocked):
+def _parse_batch(stdout, hosts, blocked):
     """Each host's result from the batch's output: its first failure that was not ignored (rc 2) when its recap
     says it failed; rc 97 (undecided, ``blocked``) for every host when the run has no recap (it ended at a blocked
     task, or a rescued failure could have gone on); rc 0 for a host whose recap has no failure."""
@@ -171,7 +171,7 @@ def run_batch(workdir, cases, timeout=600):
     proc = ansible_run.playbook(path, tmp, inventory=inventory, check=True, python=False, timeout=timeout,
                                 env=block_env(tmp, {"ANSIBLE_CALLBACK_RESULT_FORMAT": "json"}), cwd=tmp)
     blocked = log.read_text().strip() if log.exists() else None
-    results = _parse_batch(proc.stdout, set(cases), proc.rc, blocked)
+    results = _parse_batch(proc.stdout, set(cases), blocked)
     results["__batch__"] = {"rc": proc.rc, "out": proc.stdout + proc.stderr}
     return results
 

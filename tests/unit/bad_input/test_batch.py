@@ -18,7 +18,7 @@ fatal: [a]: FAILED! => {"changed": false, "msg": "a second failure is not the ho
 def test_each_host_gets_its_first_failure_with_its_task_header():
     got = harness._parse_batch(OUT + "\nPLAY RECAP\na : ok=1 changed=0 unreachable=0 failed=1 skipped=0\n"
                                "b : ok=2 changed=0 unreachable=0 failed=1 skipped=0\nc : ok=3 changed=0 "
-                               "unreachable=0 failed=0 skipped=0\n", {"a", "b", "c"}, 2, None)
+                               "unreachable=0 failed=0 skipped=0\n", {"a", "b", "c"}, None)
     a = harness.HostRun(got["a"]["rc"], got["a"]["out"], got["a"]["blocked"])
     assert a.failed_task() == "blackwell.sglang.preflight : Check the stack contract's types"
     assert a.refused_before_change('got "70000"') and "second failure" not in a.out and "no GPU" not in a.out
@@ -28,7 +28,7 @@ def test_each_host_gets_its_first_failure_with_its_task_header():
 
 def test_a_run_ended_by_a_blocked_task_leaves_every_host_undecided():
     """Without a recap a failure may have been rescued and the host gone on: no host's answer is taken."""
-    got = harness._parse_batch(OUT, {"a", "b", "c"}, 97, "ansible.builtin.file\tCreate the directory")
+    got = harness._parse_batch(OUT, {"a", "b", "c"}, "ansible.builtin.file\tCreate the directory")
     for host in "abc":
         run = harness.HostRun(got[host]["rc"], got[host]["out"], got[host]["blocked"])
         assert run.blocked and not run.refused_before_change(), host
@@ -39,7 +39,7 @@ def test_an_ignored_or_rescued_failure_is_no_refusal():
            "TASK [r : Rescued] ***\nfatal: [b]: FAILED! => {\"msg\": \"rescued\"}\n"
            "PLAY RECAP\na : ok=3 changed=0 unreachable=0 failed=0 skipped=0\n"
            "b : ok=3 changed=0 unreachable=0 failed=0 skipped=0 rescued=1\n")
-    got = harness._parse_batch(out, {"a", "b"}, 0, None)
+    got = harness._parse_batch(out, {"a", "b"}, None)
     assert got["a"] == {"rc": 0, "out": "", "blocked": None} and got["b"] == {"rc": 0, "out": "", "blocked": None}
 
 
